@@ -1,0 +1,116 @@
+//! The storage trait of xmemo and its implementations. Callers (the service layer) depend only
+//! on [`Store`]; each backend keeps its own migrations and SQL dialect.
+#![forbid(unsafe_code)]
+
+pub mod error;
+pub mod migrate;
+pub mod model;
+pub mod search;
+pub mod sqlite;
+
+use async_trait::async_trait;
+pub use error::StoreError;
+pub use model::*;
+use std::collections::BTreeMap;
+use xmemo_core::{AssetStatus, RevisionStatus, Role};
+
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// Everything the service layer needs from persistence. Every method is one atomic unit:
+/// multi-row writes happen in one transaction inside the implementation.
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// Backend name for diagnostics (`sqlite`, `postgres`).
+    fn backend(&self) -> &'static str;
+    async fn ping(&self) -> StoreResult<()>;
+
+    // ---- accounts, workspaces, memberships ----
+    /// Creates the account, its personal workspace and its owner membership.
+    async fn create_account(&self, new: NewAccount, audit: AuditDraft) -> StoreResult<Account>;
+    async fn get_account(&self, account_id: &str) -> StoreResult<Option<Account>>;
+    async fn find_account_by_handle(&self, handle: &str) -> StoreResult<Option<Account>>;
+    async fn list_accounts(&self) -> StoreResult<Vec<Account>>;
+    async fn count_accounts(&self) -> StoreResult<u64>;
+
+    async fn create_team(&self, new: NewTeam, audit: AuditDraft) -> StoreResult<Workspace>;
+    async fn get_workspace(&self, workspace_id: &str) -> StoreResult<Option<Workspace>>;
+    async fn find_team_by_handle(&self, handle: &str) -> StoreResult<Option<Workspace>>;
+    /// Every workspace the account belongs to, with its role there.
+    async fn memberships(&self, account_id: &str) -> StoreResult<Vec<Membership>>;
+    async fn list_members(&self, workspace_id: &str) -> StoreResult<Vec<Member>>;
+    /// Adds the member or changes its role.
+    async fn put_member(
+        &self,
+        workspace_id: &str,
+        account_id: &str,
+        role: Role,
+        audit: AuditDraft,
+    ) -> StoreResult<()>;
+    async fn remove_member(
+        &self,
+        workspace_id: &str,
+        account_id: &str,
+        audit: AuditDraft,
+    ) -> StoreResult<bool>;
+
+    // ---- API keys ----
+    async fn create_api_key(&self, new: NewApiKey, audit: AuditDraft) -> StoreResult<ApiKey>;
+    async fn find_api_key_by_hash(&self, key_hash: &str) -> StoreResult<Option<ApiKey>>;
+    async fn list_api_keys(&self, account_id: &str) -> StoreResult<Vec<ApiKey>>;
+    /// Marks the key revoked; false when the account has no such live key.
+    async fn revoke_api_key(
+        &self,
+        account_id: &str,
+        key_id: &str,
+        audit: AuditDraft,
+    ) -> StoreResult<bool>;
+
+    // ---- skills and revisions ----
+    async fn get_skill(&self, skill_id: &str) -> StoreResult<Option<Skill>>;
+    /// Skills with this slug in any of the given workspaces.
+    async fn find_skills_by_slug(
+        &self,
+        workspace_ids: &[String],
+        slug: &str,
+    ) -> StoreResult<Vec<Skill>>;
+    async fn list_skills(&self, workspace_ids: &[String]) -> StoreResult<Vec<Skill>>;
+    /// Atomically: create the skill when absent, check `expected_revision_id`, return the
+    /// latest revision unchanged when its canonical_hash equals the new one, else store blobs,
+    /// the revision with the next number and its components, apply the publish side effect
+    /// and append the audit entry.
+    async fn save_revision(&self, save: SaveRevision) -> StoreResult<SaveOutcome>;
+    async fn get_revision(&self, revision_id: &str) -> StoreResult<Option<Revision>>;
+    async fn latest_revision(&self, skill_id: &str) -> StoreResult<Option<Revision>>;
+    async fn published_revision(&self, skill_id: &str) -> StoreResult<Option<Revision>>;
+    async fn list_revisions(&self, skill_id: &str) -> StoreResult<Vec<Revision>>;
+    async fn component_bytes(
+        &self,
+        revision_id: &str,
+        logical_path: &str,
+    ) -> StoreResult<Option<(ComponentManifest, Vec<u8>)>>;
+    /// Compare-and-set of a revision's status (from → to). Publishing deprecates the
+    /// previously published revision of the skill in the same transaction.
+    async fn change_revision_status(&self, change: StatusChange) -> StoreResult<Revision>;
+    async fn set_asset_status(
+        &self,
+        skill_id: &str,
+        status: AssetStatus,
+        audit: AuditDraft,
+    ) -> StoreResult<Skill>;
+
+    /// Level 0: active skills with a published revision in the given workspaces.
+    async fn search(&self, query: &SearchQuery) -> StoreResult<Vec<Descriptor>>;
+
+    // ---- audit ----
+    async fn append_audit(&self, audit: AuditDraft) -> StoreResult<()>;
+    async fn list_audit(&self, filter: &AuditFilter) -> StoreResult<Vec<AuditEntry>>;
+
+    /// Row count per table, for diagnostics and for tests that prove a failed write wrote
+    /// nothing.
+    async fn table_counts(&self) -> StoreResult<BTreeMap<String, u64>>;
+}
+
+/// Revision statuses that a status change may move from, checked in the same transaction.
+pub fn status_is(status: RevisionStatus, allowed: &[RevisionStatus]) -> bool {
+    allowed.contains(&status)
+}

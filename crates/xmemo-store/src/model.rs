@@ -1,0 +1,303 @@
+//! Rows the store reads and writes. Timestamps are RFC 3339 UTC strings with milliseconds,
+//! which sort lexically and read the same on every backend.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+pub use xmemo_core::ComponentManifest;
+use xmemo_core::{AssetStatus, ComponentType, RevisionStatus, Role, WorkspaceKind};
+
+/// Now, as the store writes it.
+pub fn now() -> String {
+    let now = time::OffsetDateTime::now_utc();
+    let format = time::macros::format_description!(
+        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
+    );
+    now.format(&format).unwrap_or_else(|_| now.unix_timestamp().to_string())
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Account {
+    pub account_id: String,
+    pub handle: String,
+    pub display_name: String,
+    pub is_admin: bool,
+    pub personal_workspace_id: String,
+    pub created_at: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct NewAccount {
+    pub handle: String,
+    pub display_name: String,
+    pub is_admin: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Workspace {
+    pub workspace_id: String,
+    /// `personal` for personal workspaces, the team handle for teams.
+    pub handle: String,
+    pub name: String,
+    pub kind: WorkspaceKind,
+    pub created_at: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct NewTeam {
+    pub handle: String,
+    pub name: String,
+    pub owner_account_id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Membership {
+    pub workspace: Workspace,
+    pub role: Role,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Member {
+    pub account_id: String,
+    pub handle: String,
+    pub display_name: String,
+    pub role: Role,
+    pub added_at: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApiKey {
+    pub key_id: String,
+    pub account_id: String,
+    pub name: String,
+    /// First characters of the secret, kept to help people recognise a key. Never the secret.
+    pub prefix: String,
+    #[serde(skip)]
+    pub key_hash: String,
+    pub scopes: Vec<String>,
+    pub profile: String,
+    pub created_at: String,
+    pub expires_at: Option<String>,
+    pub revoked_at: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct NewApiKey {
+    pub account_id: String,
+    pub name: String,
+    pub prefix: String,
+    pub key_hash: String,
+    pub scopes: Vec<String>,
+    pub profile: String,
+    pub expires_at: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Skill {
+    pub skill_id: String,
+    pub workspace_id: String,
+    pub slug: String,
+    /// Display name and description of the latest revision.
+    pub name: String,
+    pub description: String,
+    pub asset_status: AssetStatus,
+    pub latest_revision_number: i64,
+    pub published_revision_id: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+/// Who did a write, through which credential and client.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Attribution {
+    pub account_id: String,
+    pub credential_id: Option<String>,
+    pub client_profile: Option<String>,
+    pub agent_id: Option<String>,
+    pub agent_instance_id: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Revision {
+    pub revision_id: String,
+    pub skill_id: String,
+    pub revision_number: i64,
+    pub name: String,
+    pub description: String,
+    pub instruction_body: String,
+    pub metadata: Map<String, Value>,
+    pub canonical_hash: String,
+    pub status: RevisionStatus,
+    pub review_note: Option<String>,
+    pub components: Vec<ComponentManifest>,
+    pub attribution: Attribution,
+    pub created_at: String,
+    pub status_changed_at: String,
+}
+
+/// A component with its bytes, ready to store.
+#[derive(Debug, Clone)]
+pub struct NewComponent {
+    pub manifest: ComponentManifest,
+    pub content: Vec<u8>,
+}
+
+#[derive(Debug, Clone)]
+pub struct SaveRevision {
+    pub workspace_id: String,
+    pub slug: String,
+    pub expected_revision_id: Option<String>,
+    pub name: String,
+    pub description: String,
+    pub instruction_body: String,
+    pub metadata: Map<String, Value>,
+    pub canonical_hash: String,
+    pub status: RevisionStatus,
+    pub components: Vec<NewComponent>,
+    pub attribution: Attribution,
+}
+
+#[derive(Debug, Clone)]
+pub struct SaveOutcome {
+    pub skill: Skill,
+    pub revision: Revision,
+    pub created: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct StatusChange {
+    pub revision_id: String,
+    /// The status the revision must still have (compare-and-set).
+    pub from: RevisionStatus,
+    pub to: RevisionStatus,
+    pub review_note: Option<String>,
+    pub audit: AuditDraft,
+}
+
+#[derive(Debug, Clone)]
+pub struct SearchQuery {
+    pub text: String,
+    pub workspace_ids: Vec<String>,
+    pub limit: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Descriptor {
+    pub skill_id: String,
+    pub slug: String,
+    pub name: String,
+    pub description: String,
+    pub workspace_id: String,
+    pub score: f64,
+}
+
+/// An audit entry before the store numbers and chains it.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct AuditDraft {
+    pub action: String,
+    pub actor: Attribution,
+    pub workspace_id: Option<String>,
+    pub skill_id: Option<String>,
+    pub revision_id: Option<String>,
+    pub details: Value,
+}
+
+impl AuditDraft {
+    pub fn new(action: &str, actor: &Attribution) -> Self {
+        Self {
+            action: action.to_string(),
+            actor: actor.clone(),
+            details: Value::Object(Map::new()),
+            ..Default::default()
+        }
+    }
+    pub fn workspace(mut self, id: &str) -> Self {
+        self.workspace_id = Some(id.to_string());
+        self
+    }
+    pub fn skill(mut self, id: &str) -> Self {
+        self.skill_id = Some(id.to_string());
+        self
+    }
+    pub fn revision(mut self, id: &str) -> Self {
+        self.revision_id = Some(id.to_string());
+        self
+    }
+    pub fn details(mut self, details: Value) -> Self {
+        self.details = details;
+        self
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuditEntry {
+    pub seq: i64,
+    pub at: String,
+    pub action: String,
+    pub actor: Attribution,
+    pub workspace_id: Option<String>,
+    pub skill_id: Option<String>,
+    pub revision_id: Option<String>,
+    pub details: Value,
+    pub prev_hash: String,
+    pub entry_hash: String,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct AuditFilter {
+    pub workspace_ids: Option<Vec<String>>,
+    pub skill_id: Option<String>,
+    pub limit: u32,
+}
+
+/// The hash that chains an audit entry to the previous one: SHA-256 over the previous hash and
+/// the entry's own fields, so editing or deleting any entry breaks every later link.
+pub fn audit_entry_hash(prev_hash: &str, seq: i64, at: &str, draft: &AuditDraft) -> String {
+    let body = serde_json::json!({
+        "prev_hash": prev_hash,
+        "seq": seq,
+        "at": at,
+        "action": draft.action,
+        "actor": draft.actor,
+        "workspace_id": draft.workspace_id,
+        "skill_id": draft.skill_id,
+        "revision_id": draft.revision_id,
+        "details": draft.details,
+    });
+    xmemo_core::content_hash(xmemo_core::hash::jcs(&body).as_bytes())
+}
+
+/// Checks an ordered run of audit entries; returns the seq of the first broken link.
+pub fn verify_audit_chain(entries: &[AuditEntry]) -> Result<(), i64> {
+    let mut prev = entries.first().map(|e| e.prev_hash.clone()).unwrap_or_default();
+    for e in entries {
+        let draft = AuditDraft {
+            action: e.action.clone(),
+            actor: e.actor.clone(),
+            workspace_id: e.workspace_id.clone(),
+            skill_id: e.skill_id.clone(),
+            revision_id: e.revision_id.clone(),
+            details: e.details.clone(),
+        };
+        if e.prev_hash != prev || audit_entry_hash(&prev, e.seq, &e.at, &draft) != e.entry_hash {
+            return Err(e.seq);
+        }
+        prev = e.entry_hash.clone();
+    }
+    Ok(())
+}
+
+/// Component type and hash as the canonical hash sees them.
+pub fn hashed_components(components: &[ComponentManifest]) -> Vec<xmemo_core::hash::HashedComponent<'_>> {
+    components
+        .iter()
+        .map(|c| xmemo_core::hash::HashedComponent {
+            logical_path: &c.logical_path,
+            component_type: c.component_type,
+            content_hash: &c.content_hash,
+        })
+        .collect()
+}
+
+pub fn parse_component_type(s: &str) -> Result<ComponentType, crate::StoreError> {
+    s.parse().map_err(crate::StoreError::Internal)
+}
