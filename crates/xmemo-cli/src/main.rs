@@ -1,1 +1,52 @@
-fn main() {}
+//! The `xmemo` binary: `serve`, `admin …` (local operator commands on the database) and client
+//! commands that drive a running server over its REST API.
+
+mod admin;
+mod client;
+mod serve;
+mod settings;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "xmemo", version, about = "Self-hostable memory server for AI agents (Cloud Skills)")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the server (embedded SQLite in the data directory unless a database URL is given).
+    Serve(settings::ServeArgs),
+    /// Operator commands that act directly on the server's database.
+    Admin(admin::AdminArgs),
+    #[command(flatten)]
+    Client(client::ClientCommand),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let result = runtime.block_on(async move {
+        match cli.command {
+            Command::Serve(args) => serve::run(args).await,
+            Command::Admin(args) => admin::run(args).await,
+            Command::Client(cmd) => client::run(cmd).await,
+        }
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}

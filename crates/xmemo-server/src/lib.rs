@@ -1,1 +1,13 @@
+//! xmemo server: the service layer (use-cases, access checks, audit), authentication and the
+//! transports that call it (REST now; MCP and the console sit beside it).
+#![forbid(unsafe_code)]
 
+pub mod app;
+pub mod auth;
+pub mod bootstrap;
+pub mod error;
+pub mod rest;
+pub mod service;
+
+pub use error::{ServiceError, ServiceResult};
+pub use service::Service;

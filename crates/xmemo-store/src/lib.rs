@@ -6,6 +6,7 @@ pub mod error;
 pub mod migrate;
 pub mod model;
 pub mod search;
+pub mod postgres;
 pub mod sqlite;
 
 use async_trait::async_trait;

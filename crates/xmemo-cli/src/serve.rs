@@ -1,0 +1,77 @@
+//! `xmemo serve`.
+
+use crate::settings::{ServeArgs, resolve};
+use anyhow::Context;
+use xmemo_server::Service;
+use xmemo_server::app::{build_app, serve};
+use xmemo_server::bootstrap::{bootstrap_admin, open_store};
+use xmemo_server::rest::ServerInfo;
+
+pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
+    init_tracing();
+    let settings = resolve(&args)?;
+    let store = open_store(settings.database_url.as_deref(), &settings.data_dir)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot open the database: {e}"))?;
+    let service = Service::new(store);
+    if let Some(path) = bootstrap_admin(&service, &settings.data_dir)
+        .await
+        .map_err(|e| anyhow::anyhow!("first-start bootstrap failed: {e}"))?
+    {
+        tracing::warn!(path = %path.display(), "created the admin account; its API key is in this file (mode 0600), shown nowhere else");
+        eprintln!(
+            "xmemo: first start — admin API key written to {} (read it with: cat {})",
+            path.display(),
+            path.display()
+        );
+    }
+    let listener = tokio::net::TcpListener::bind(&settings.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", settings.listen))?;
+    let local = listener.local_addr()?;
+    let public_url = settings
+        .public_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{local}"));
+    let app = build_app(
+        service,
+        ServerInfo {
+            public_url: public_url.clone(),
+            version: env!("CARGO_PKG_VERSION"),
+        },
+    );
+    tracing::info!(listen = %local, data_dir = %settings.data_dir.display(), "xmemo serving");
+    eprintln!("xmemo: listening on http://{local} (REST under {public_url}/api/v1)");
+    serve(listener, app, shutdown_signal()).await?;
+    Ok(())
+}
+
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("XMEMO_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn,tower_http=warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term => {},
+    }
+}

@@ -1,0 +1,179 @@
+//! Classification of a finished run (pure).
+
+use crate::RunStatus;
+
+/// How the (outer) process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// Exited with this status.
+    Code(i32),
+    /// Killed by this signal.
+    Signal(i32),
+    /// Never started (spawn failed) or could not be waited for.
+    Unknown,
+}
+
+/// Facts gathered about a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Facts {
+    /// How the process the engine spawned ended.
+    pub exit: Exit,
+    /// Under bubblewrap: whether bwrap reported that the command was executed (its JSON status
+    /// `exit-code` record). Always true for the local fallback once spawned.
+    pub command_started: bool,
+    /// bwrap's own error said the command could not be executed (`bwrap: execvp ...`):
+    /// typically a missing interpreter named by a shebang.
+    pub exec_failed: bool,
+    /// The watchdog fired.
+    pub timed_out: bool,
+    /// The process tree was run under bubblewrap (exit codes >128 mean death by signal).
+    pub bubblewrap: bool,
+    /// OOM kills counted by the memory cgroup (`None` without one).
+    pub oom_kills: Option<u64>,
+    /// Memory enforced by RLIMIT_AS (no memory cgroup).
+    pub memory_by_rlimit: bool,
+    /// stderr's last non-empty line starts with `MemoryError` (Python under RLIMIT_AS).
+    pub memory_error_reported: bool,
+}
+
+/// The status code reported by the script and the signal that ended it, if any.
+pub fn exit_parts(facts: &Facts) -> (Option<i32>, Option<i32>) {
+    match facts.exit {
+        Exit::Code(code) => {
+            let signal = (facts.bubblewrap && code > 128 && code <= 128 + 64).then(|| code - 128);
+            (Some(code), signal)
+        }
+        Exit::Signal(signal) => (None, Some(signal)),
+        Exit::Unknown => (None, None),
+    }
+}
+
+/// Classifies a run:
+/// - the watchdog fired → `timeout`;
+/// - exit 0 → `success`;
+/// - the memory cgroup counted an OOM kill → `oom`;
+/// - the sandbox never ran the command → `system_error` (a missing interpreter named by the
+///   script is `runtime_error`, like a shell's 127);
+/// - under RLIMIT_AS, Python's `MemoryError` (exit 1) → `oom` (best effort: it is the
+///   script's own report; other runtimes' allocation failures stay `runtime_error`);
+/// - killed by SIGXCPU (the CPU-time backstop) → `timeout`;
+/// - anything else → `runtime_error`.
+pub fn classify(facts: &Facts) -> RunStatus {
+    if facts.timed_out {
+        return RunStatus::Timeout;
+    }
+    if facts.exit == Exit::Unknown {
+        return RunStatus::SystemError;
+    }
+    let (code, signal) = exit_parts(facts);
+    if code == Some(0) && facts.command_started {
+        return RunStatus::Success;
+    }
+    if facts.oom_kills.is_some_and(|n| n > 0) {
+        return RunStatus::Oom;
+    }
+    if !facts.command_started {
+        return if facts.exec_failed {
+            RunStatus::RuntimeError
+        } else {
+            RunStatus::SystemError
+        };
+    }
+    if facts.memory_by_rlimit && facts.memory_error_reported {
+        return RunStatus::Oom;
+    }
+    if signal == Some(libc::SIGXCPU) {
+        return RunStatus::Timeout;
+    }
+    RunStatus::RuntimeError
+}
+
+/// Whether the last non-empty line of `stderr` reports a Python `MemoryError` (pure).
+pub fn reports_memory_error(stderr: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(stderr);
+    text.lines()
+        .rev()
+        .find(|line| !line.trim().is_empty())
+        .is_some_and(|line| line.trim_start().starts_with("MemoryError"))
+}
+
+/// Whether bwrap's stderr says it could not execute the command (pure).
+pub fn reports_exec_failure(stderr: &[u8]) -> bool {
+    String::from_utf8_lossy(stderr)
+        .lines()
+        .any(|line| line.starts_with("bwrap: execvp "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts(exit: Exit) -> Facts {
+        Facts {
+            exit,
+            command_started: true,
+            exec_failed: false,
+            timed_out: false,
+            bubblewrap: true,
+            oom_kills: Some(0),
+            memory_by_rlimit: false,
+            memory_error_reported: false,
+        }
+    }
+
+    #[test]
+    fn success_and_runtime_error() {
+        assert_eq!(classify(&facts(Exit::Code(0))), RunStatus::Success);
+        assert_eq!(classify(&facts(Exit::Code(1))), RunStatus::RuntimeError);
+        assert_eq!(classify(&facts(Exit::Code(137))), RunStatus::RuntimeError);
+        assert_eq!(exit_parts(&facts(Exit::Code(137))), (Some(137), Some(9)));
+        assert_eq!(exit_parts(&facts(Exit::Code(3))), (Some(3), None));
+    }
+
+    #[test]
+    fn timeout_wins() {
+        let mut f = facts(Exit::Signal(libc::SIGKILL));
+        f.timed_out = true;
+        f.oom_kills = Some(2);
+        assert_eq!(classify(&f), RunStatus::Timeout);
+        assert_eq!(exit_parts(&f), (None, Some(9)));
+        // CPU backstop.
+        assert_eq!(classify(&facts(Exit::Code(128 + libc::SIGXCPU))), RunStatus::Timeout);
+    }
+
+    #[test]
+    fn oom_from_cgroup_counter() {
+        let mut f = facts(Exit::Code(137));
+        f.oom_kills = Some(1);
+        assert_eq!(classify(&f), RunStatus::Oom);
+        // A script that survived an OOM-killed child and exited 0 succeeded.
+        let mut f = facts(Exit::Code(0));
+        f.oom_kills = Some(1);
+        assert_eq!(classify(&f), RunStatus::Success);
+    }
+
+    #[test]
+    fn memory_error_under_rlimit() {
+        let mut f = facts(Exit::Code(1));
+        f.oom_kills = None;
+        f.memory_by_rlimit = true;
+        f.memory_error_reported = true;
+        assert_eq!(classify(&f), RunStatus::Oom);
+        f.memory_by_rlimit = false;
+        assert_eq!(classify(&f), RunStatus::RuntimeError);
+        assert!(reports_memory_error(b"Traceback...\n  x\nMemoryError\n\n"));
+        assert!(!reports_memory_error(b"MemoryError\nValueError: nope\n"));
+    }
+
+    #[test]
+    fn sandbox_failures() {
+        let mut f = facts(Exit::Code(1));
+        f.command_started = false;
+        assert_eq!(classify(&f), RunStatus::SystemError);
+        f.exec_failed = true;
+        assert_eq!(classify(&f), RunStatus::RuntimeError);
+        assert_eq!(classify(&facts(Exit::Unknown)), RunStatus::SystemError);
+        assert!(reports_exec_failure(b"bwrap: execvp /usr/bin/node: No such file or directory\n"));
+        assert!(!reports_exec_failure(b"bwrap: Can't mount proc\n"));
+    }
+}

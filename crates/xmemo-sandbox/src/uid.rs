@@ -1,0 +1,246 @@
+//! Dedicated uids for runs when the server is root.
+//!
+//! Each concurrent run gets its own uid (`uid_base + slot`) so that RLIMIT_NPROC (which counts
+//! every process of a uid) only counts that run, and so that every process of the run can be
+//! found and killed afterwards. Slots are claimed with an in-process table plus an exclusive
+//! `flock` on `<scratch_root>/xmemo-sandbox-uids/<uid>.lock`, so several server (or test)
+//! processes on one host never share a uid. The lock dies with its process.
+
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// A claimed uid; on drop every process still running as it is killed and the slot freed.
+#[derive(Debug)]
+pub struct UidLease {
+    uid: u32,
+    slot: usize,
+    _lock: File,
+    pool: Arc<PoolState>,
+}
+
+impl UidLease {
+    /// The uid (also used as gid).
+    pub fn uid(&self) -> u32 {
+        self.uid
+    }
+}
+
+impl Drop for UidLease {
+    fn drop(&mut self) {
+        reap_uid(self.uid);
+        if let Ok(mut used) = self.pool.used.lock()
+            && let Some(flag) = used.get_mut(self.slot)
+        {
+            *flag = false;
+        }
+    }
+}
+
+#[derive(Debug)]
+struct PoolState {
+    used: Mutex<Vec<bool>>,
+    next: Mutex<usize>,
+}
+
+/// The range of uids runs may use.
+#[derive(Debug, Clone)]
+pub struct UidPool {
+    base: u32,
+    lock_dir: PathBuf,
+    state: Arc<PoolState>,
+}
+
+impl UidPool {
+    /// A pool of `count` uids from `base`, locked under `scratch_root`.
+    pub fn new(base: u32, count: u32, scratch_root: &Path) -> Self {
+        let count = count.max(1) as usize;
+        Self {
+            base,
+            lock_dir: scratch_root.join("xmemo-sandbox-uids"),
+            state: Arc::new(PoolState {
+                used: Mutex::new(vec![false; count]),
+                next: Mutex::new(0),
+            }),
+        }
+    }
+
+    fn ensure_lock_dir(&self) -> io::Result<()> {
+        match fs::create_dir(&self.lock_dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
+        let meta = fs::symlink_metadata(&self.lock_dir)?;
+        // SAFETY: geteuid has no preconditions.
+        let euid = unsafe { libc::geteuid() };
+        if !meta.is_dir() || meta.uid() != euid {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!(
+                    "{} is not a directory owned by uid {euid}",
+                    self.lock_dir.display()
+                ),
+            ));
+        }
+        fs::set_permissions(&self.lock_dir, fs::Permissions::from_mode(0o700))
+    }
+
+    /// Claims a free uid, or `Ok(None)` when all are taken.
+    pub fn acquire(&self) -> io::Result<Option<UidLease>> {
+        self.ensure_lock_dir()?;
+        let count = self
+            .state
+            .used
+            .lock()
+            .map_err(|_| io::Error::other("uid pool poisoned"))?
+            .len();
+        let start = {
+            let mut next = self
+                .state
+                .next
+                .lock()
+                .map_err(|_| io::Error::other("uid pool poisoned"))?;
+            let start = *next;
+            *next = (start + 1) % count;
+            start
+        };
+        for offset in 0..count {
+            let slot = (start + offset) % count;
+            {
+                let mut used = self
+                    .state
+                    .used
+                    .lock()
+                    .map_err(|_| io::Error::other("uid pool poisoned"))?;
+                if used[slot] {
+                    continue;
+                }
+                used[slot] = true;
+            }
+            let uid = self.base + slot as u32;
+            match self.lock_slot(uid) {
+                Ok(Some(lock)) => {
+                    // Leftovers of a crashed holder of this uid must not count against us.
+                    reap_uid(uid);
+                    return Ok(Some(UidLease {
+                        uid,
+                        slot,
+                        _lock: lock,
+                        pool: Arc::clone(&self.state),
+                    }));
+                }
+                Ok(None) | Err(_) => {
+                    if let Ok(mut used) = self.state.used.lock() {
+                        used[slot] = false;
+                    }
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    fn lock_slot(&self, uid: u32) -> io::Result<Option<File>> {
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(self.lock_dir.join(format!("{uid}.lock")))?;
+        // SAFETY: flock on an fd we own; non-blocking.
+        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        if rc == 0 {
+            Ok(Some(file))
+        } else {
+            let error = io::Error::last_os_error();
+            if error.raw_os_error() == Some(libc::EWOULDBLOCK) {
+                Ok(None)
+            } else {
+                Err(error)
+            }
+        }
+    }
+}
+
+/// Parses the real, effective, saved and filesystem uids from /proc/<pid>/status (pure).
+pub fn status_uids(status: &str) -> Option<[u32; 4]> {
+    let line = status.lines().find(|l| l.starts_with("Uid:"))?;
+    let mut values = line["Uid:".len()..]
+        .split_whitespace()
+        .filter_map(|v| v.parse().ok());
+    Some([values.next()?, values.next()?, values.next()?, values.next()?])
+}
+
+/// Pids of every process whose real, effective, saved or fs uid is `uid`.
+pub fn processes_of_uid(uid: u32) -> Vec<libc::pid_t> {
+    let Ok(entries) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<libc::pid_t>().ok())
+        .filter(|pid| {
+            fs::read_to_string(format!("/proc/{pid}/status"))
+                .ok()
+                .and_then(|s| status_uids(&s))
+                .is_some_and(|ids| ids.contains(&uid))
+        })
+        .collect()
+}
+
+/// SIGKILLs every process running as `uid` until none is left (bounded). Only for uids
+/// private to the engine. Returns how many kills were sent.
+pub fn reap_uid(uid: u32) -> usize {
+    let mut killed = 0;
+    for round in 0..200 {
+        let pids = processes_of_uid(uid);
+        if pids.is_empty() {
+            break;
+        }
+        for pid in pids {
+            // SAFETY: kill with a positive pid of a process running as a uid reserved for
+            // sandbox runs (and locked by this process).
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+            }
+            killed += 1;
+        }
+        std::thread::sleep(Duration::from_millis(if round < 10 { 2 } else { 20 }));
+    }
+    killed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_status_uids() {
+        let status = "Name:\tsleep\nUmask:\t0022\nUid:\t200001\t200001\t200001\t200001\nGid:\t0\n";
+        assert_eq!(status_uids(status), Some([200_001; 4]));
+        assert_eq!(status_uids("Name: x\n"), None);
+    }
+
+    #[test]
+    fn slots_are_exclusive_and_reused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let pool = UidPool::new(400_000, 2, dir.path());
+        let a = pool.acquire().expect("io").expect("slot a");
+        let b = pool.acquire().expect("io").expect("slot b");
+        assert_ne!(a.uid(), b.uid());
+        assert!(pool.acquire().expect("io").is_none(), "pool exhausted");
+        // Another pool (another server process) on the same lock directory is excluded.
+        let other = UidPool::new(400_000, 2, dir.path());
+        assert!(other.acquire().expect("io").is_none());
+        let freed = a.uid();
+        drop(a);
+        let c = other.acquire().expect("io").expect("slot freed");
+        assert_eq!(c.uid(), freed);
+        drop((b, c));
+    }
+}

@@ -1,0 +1,90 @@
+//! Assembles the HTTP application and runs it on a given listener (so tests bind port 0).
+
+use crate::error::ServiceError;
+use crate::rest::{self, ApiError, AppState, ServerInfo};
+use crate::service::Service;
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{HeaderName, StatusCode, header};
+use axum::response::{IntoResponse, Json, Response};
+use axum::routing::get;
+use serde_json::json;
+use std::sync::Arc;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::sensitive_headers::SetSensitiveRequestHeadersLayer;
+use tower_http::trace::TraceLayer;
+
+/// The OpenAPI document of the REST API, served as is.
+pub const OPENAPI_JSON: &str = include_str!("../openapi.json");
+
+pub fn build_app(service: Service, info: ServerInfo) -> Router {
+    let state = AppState {
+        service,
+        info: Arc::new(info),
+    };
+    let api = rest::api_routes()
+        .route("/openapi.json", get(openapi))
+        .fallback(rest::not_found)
+        .method_not_allowed_fallback(rest::method_not_allowed);
+    Router::new()
+        .nest("/api/v1", api.clone())
+        .nest("/v1", api)
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/openapi.json", get(openapi))
+        .fallback(rest::not_found)
+        .with_state(state)
+        .layer(DefaultBodyLimit::max(rest::BODY_LIMIT_BYTES))
+        .layer(CatchPanicLayer::custom(panic_response))
+        .layer(TraceLayer::new_for_http())
+        // Keys never reach traces.
+        .layer(SetSensitiveRequestHeadersLayer::new([
+            header::AUTHORIZATION,
+            header::COOKIE,
+            HeaderName::from_static("x-api-key"),
+        ]))
+}
+
+fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
+    tracing::error!("a request handler panicked");
+    ApiError(ServiceError::Internal("panic".into())).into_response()
+}
+
+async fn healthz() -> Json<serde_json::Value> {
+    Json(json!({ "status": "ok" }))
+}
+
+async fn readyz(State(state): State<AppState>) -> Response {
+    let store = state.service.store();
+    match store.ping().await {
+        Ok(()) => Json(json!({
+            "status": "ready",
+            "database": store.backend(),
+            "version": state.info.version,
+        }))
+        .into_response(),
+        Err(e) => {
+            tracing::warn!(error = %e, "readiness check failed");
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                Json(json!({ "status": "unavailable", "database": store.backend() })),
+            )
+                .into_response()
+        }
+    }
+}
+
+async fn openapi() -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], OPENAPI_JSON).into_response()
+}
+
+/// Serves until `shutdown` resolves.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    app: Router,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await
+}

@@ -1,0 +1,81 @@
+//! Opening the database a settings block names, and the first-start admin key file.
+
+use crate::error::{ServiceError, ServiceResult};
+use crate::service::Service;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use xmemo_store::Store;
+use xmemo_store::sqlite::SqliteStore;
+
+/// `sqlite://…` / `sqlite:…` / `postgres://…`, or `None` for SQLite in the data dir.
+pub async fn open_store(
+    database_url: Option<&str>,
+    data_dir: &Path,
+) -> ServiceResult<Arc<dyn Store>> {
+    match database_url {
+        None => {
+            std::fs::create_dir_all(data_dir).map_err(|e| {
+                ServiceError::Unavailable(format!(
+                    "cannot create data directory {}: {e}",
+                    data_dir.display()
+                ))
+            })?;
+            let store = SqliteStore::open(&data_dir.join("xmemo.db")).await?;
+            Ok(Arc::new(store))
+        }
+        Some(url) if url.starts_with("sqlite:") => Ok(Arc::new(SqliteStore::open_url(url).await?)),
+        Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+            open_postgres(url).await
+        }
+        Some(_) => Err(ServiceError::Validation(
+            "database URL must start with sqlite: or postgres://".into(),
+            None,
+        )),
+    }
+}
+
+async fn open_postgres(_url: &str) -> ServiceResult<Arc<dyn Store>> {
+    Err(ServiceError::Unavailable(
+        "the PostgreSQL backend is not built into this binary yet".into(),
+    ))
+}
+
+/// Path of the bootstrap admin key file.
+pub fn admin_key_path(data_dir: &Path) -> PathBuf {
+    data_dir.join("admin.key")
+}
+
+/// On an empty database: creates the admin account and key, writes the key to
+/// `<data-dir>/admin.key` with mode 0600, and returns that path. The key is never logged.
+pub async fn bootstrap_admin(service: &Service, data_dir: &Path) -> ServiceResult<Option<PathBuf>> {
+    let Some((_, key)) = service.bootstrap().await? else {
+        return Ok(None);
+    };
+    let path = admin_key_path(data_dir);
+    write_secret_file(&path, &key.key).map_err(|e| {
+        ServiceError::Unavailable(format!("cannot write {}: {e}", path.display()))
+    })?;
+    Ok(Some(path))
+}
+
+fn write_secret_file(path: &Path, secret: &str) -> std::io::Result<()> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let mut file = options.open(path)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    }
+    writeln!(file, "{secret}")?;
+    file.sync_all()
+}

@@ -1,0 +1,138 @@
+//! The service's one error type, mapped to the SPEC §10 codes in exactly one place
+//! ([`ServiceError::code`]); transports only render it.
+
+use serde_json::Value;
+use xmemo_core::{ErrorCode, TransitionError, ValidationError};
+use xmemo_store::StoreError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    #[error("{0}")]
+    Validation(String, Option<Value>),
+    #[error("{0}")]
+    TooLarge(String, Option<Value>),
+    #[error("{0}")]
+    AuthRequired(String),
+    #[error("{0}")]
+    PermissionDenied(String),
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("slug `{slug}` exists in several workspaces; pass `workspace`")]
+    AmbiguousSlug { slug: String, candidates: Value },
+    #[error("{0}")]
+    RevisionPinRequired(String),
+    #[error("{0}")]
+    SandboxUnavailable(String),
+    #[error("{0}")]
+    Unavailable(String),
+    /// A bug or an unexpected storage failure: logged in full, shown to clients as a generic
+    /// "service unavailable" without detail.
+    #[error("internal error")]
+    Internal(String),
+}
+
+pub type ServiceResult<T> = Result<T, ServiceError>;
+
+impl ServiceError {
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            Self::Validation(..) => ErrorCode::ValidationError,
+            Self::TooLarge(..) => ErrorCode::PayloadTooLarge,
+            Self::AuthRequired(_) => ErrorCode::AuthRequired,
+            Self::PermissionDenied(_) => ErrorCode::PermissionDenied,
+            Self::NotFound(_) => ErrorCode::NotFound,
+            Self::Conflict(_) => ErrorCode::Conflict,
+            Self::AmbiguousSlug { .. } => ErrorCode::AmbiguousSlug,
+            Self::RevisionPinRequired(_) => ErrorCode::RevisionPinRequired,
+            Self::SandboxUnavailable(_) => ErrorCode::SandboxUnavailable,
+            Self::Unavailable(_) | Self::Internal(_) => ErrorCode::ServiceUnavailable,
+        }
+    }
+
+    pub fn retryable(&self) -> bool {
+        matches!(
+            self,
+            Self::Unavailable(_) | Self::Internal(_) | Self::SandboxUnavailable(_)
+        )
+    }
+
+    /// The message a client sees (never internal detail).
+    pub fn public_message(&self) -> String {
+        match self {
+            Self::Internal(_) => "the service failed to complete the request; try again".into(),
+            Self::Unavailable(_) => "the service is temporarily unavailable; try again".into(),
+            other => other.to_string(),
+        }
+    }
+
+    pub fn details(&self) -> Option<Value> {
+        match self {
+            Self::Validation(_, d) | Self::TooLarge(_, d) => d.clone(),
+            Self::AmbiguousSlug { slug, candidates } => Some(serde_json::json!({
+                "slug": slug,
+                "candidates": candidates,
+            })),
+            _ => None,
+        }
+    }
+
+    /// The SPEC error object `{"error": {code, message, retryable, details?}}`.
+    pub fn to_body(&self) -> Value {
+        let mut error = serde_json::json!({
+            "code": self.code().as_str(),
+            "message": self.public_message(),
+            "retryable": self.retryable(),
+        });
+        if let (Some(details), Some(obj)) = (self.details(), error.as_object_mut()) {
+            obj.insert("details".into(), details);
+        }
+        serde_json::json!({ "error": error })
+    }
+
+    pub fn validation(message: impl Into<String>, field: &str) -> Self {
+        Self::Validation(message.into(), Some(serde_json::json!({ "field": field })))
+    }
+}
+
+impl From<ValidationError> for ServiceError {
+    fn from(e: ValidationError) -> Self {
+        let mut details = serde_json::json!({ "field": e.field });
+        if let (Some(limit), Some(actual), Some(obj)) = (e.limit, e.actual, details.as_object_mut()) {
+            obj.insert("limit".into(), limit.into());
+            obj.insert("actual".into(), actual.into());
+        }
+        let message = e.to_string();
+        match e.code {
+            ErrorCode::PayloadTooLarge => Self::TooLarge(message, Some(details)),
+            _ => Self::Validation(message, Some(details)),
+        }
+    }
+}
+
+impl From<TransitionError> for ServiceError {
+    fn from(e: TransitionError) -> Self {
+        match e {
+            TransitionError::NotPermitted { .. } => Self::PermissionDenied(e.to_string()),
+            TransitionError::IllegalFrom { .. } => Self::Conflict(e.to_string()),
+        }
+    }
+}
+
+impl From<StoreError> for ServiceError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::NotFound(what) => Self::NotFound(format!("{what} not found")),
+            StoreError::Conflict(msg) => Self::Conflict(msg),
+            StoreError::Unavailable(msg) => {
+                tracing::error!(error = %msg, "database unavailable");
+                Self::Unavailable(msg)
+            }
+            StoreError::Internal(msg) => {
+                tracing::error!(error = %msg, "storage failure");
+                Self::Internal(msg)
+            }
+        }
+    }
+}

@@ -1,0 +1,116 @@
+//! The caller, workspaces and members, API keys and (for administrators) accounts.
+
+use super::extract::{ApiJson, ApiPath, Authed};
+use super::{ApiResult, AppState};
+use crate::service::types::*;
+use axum::Router;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::Json;
+use axum::routing::{get, put};
+use serde_json::{Value, json};
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/me", get(me))
+        .route("/workspaces", get(list_workspaces).post(create_team))
+        .route("/workspaces/{workspace}/members", get(list_members))
+        .route(
+            "/workspaces/{workspace}/members/{account}",
+            put(put_member).delete(remove_member),
+        )
+        .route("/keys", get(list_keys).post(create_key))
+        .route("/keys/{key_id}", axum::routing::delete(revoke_key))
+        .route("/accounts", get(list_accounts).post(create_account))
+}
+
+async fn me(State(state): State<AppState>, Authed(p): Authed) -> ApiResult<Json<Value>> {
+    let workspaces = state.service.list_workspaces(&p).await?;
+    Ok(Json(json!({
+        "account": p.account,
+        "credential_id": p.credential_id,
+        "scopes": p.scopes,
+        "client_profile": p.client_profile,
+        "agent_id": p.agent_id,
+        "agent_instance_id": p.agent_instance_id,
+        "workspaces": workspaces,
+    })))
+}
+
+async fn list_workspaces(State(state): State<AppState>, Authed(p): Authed) -> ApiResult<Json<Value>> {
+    Ok(Json(json!({ "workspaces": state.service.list_workspaces(&p).await? })))
+}
+
+async fn create_team(
+    State(state): State<AppState>,
+    Authed(p): Authed,
+    ApiJson(req): ApiJson<CreateTeamRequest>,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    let ws = state.service.create_team(&p, req).await?;
+    Ok((StatusCode::CREATED, Json(json!({ "workspace": ws }))))
+}
+
+async fn list_members(
+    State(state): State<AppState>,
+    Authed(p): Authed,
+    ApiPath(workspace): ApiPath<String>,
+) -> ApiResult<Json<Value>> {
+    Ok(Json(json!({ "members": state.service.list_members(&p, &workspace).await? })))
+}
+
+async fn put_member(
+    State(state): State<AppState>,
+    Authed(p): Authed,
+    ApiPath((workspace, account)): ApiPath<(String, String)>,
+    ApiJson(req): ApiJson<PutMemberRequest>,
+) -> ApiResult<Json<Value>> {
+    let member = state
+        .service
+        .put_member(&p, &workspace, &account, req.role)
+        .await?;
+    Ok(Json(json!({ "member": member })))
+}
+
+async fn remove_member(
+    State(state): State<AppState>,
+    Authed(p): Authed,
+    ApiPath((workspace, account)): ApiPath<(String, String)>,
+) -> ApiResult<StatusCode> {
+    state.service.remove_member(&p, &workspace, &account).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn list_keys(State(state): State<AppState>, Authed(p): Authed) -> ApiResult<Json<Value>> {
+    Ok(Json(json!({ "keys": state.service.list_keys(&p).await? })))
+}
+
+async fn create_key(
+    State(state): State<AppState>,
+    Authed(p): Authed,
+    ApiJson(req): ApiJson<CreateKeyRequest>,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    let created = state.service.create_key(&p, req).await?;
+    Ok((StatusCode::CREATED, Json(json!({ "key": created }))))
+}
+
+async fn revoke_key(
+    State(state): State<AppState>,
+    Authed(p): Authed,
+    ApiPath(key_id): ApiPath<String>,
+) -> ApiResult<StatusCode> {
+    state.service.revoke_key(&p, &key_id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn list_accounts(State(state): State<AppState>, Authed(p): Authed) -> ApiResult<Json<Value>> {
+    Ok(Json(json!({ "accounts": state.service.list_accounts(&p).await? })))
+}
+
+async fn create_account(
+    State(state): State<AppState>,
+    Authed(p): Authed,
+    ApiJson(req): ApiJson<CreateAccountRequest>,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    let account = state.service.create_account(&p, req).await?;
+    Ok((StatusCode::CREATED, Json(json!({ "account": account }))))
+}

@@ -1,0 +1,263 @@
+//! Skills, revisions, resources, recall/save and lifecycle actions.
+
+use super::extract::{ApiJson, ApiPath, ApiQuery, Authed};
+use super::{ApiResult, AppState};
+use crate::error::ServiceError;
+use crate::service::types::*;
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Json, Response};
+use axum::routing::{get, post};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use xmemo_core::LifecycleAction;
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/skills", get(list_or_search).post(save))
+        .route("/recall", post(recall))
+        .route("/skills/{slug}", get(root))
+        .route("/skills/{slug}/revisions", get(revisions))
+        .route("/skills/{slug}/revisions/{revision_id}", get(pinned_root))
+        .route(
+            "/skills/{slug}/revisions/{revision_id}/resources/{*path}",
+            get(resource),
+        )
+        .route("/skills/{slug}/resources/{*path}", get(unpinned_resource))
+        .route(
+            "/skills/{slug}/revisions/{revision_id}/{action}",
+            post(lifecycle),
+        )
+        .route("/skills/{slug}/archive", post(archive))
+        .route("/skills/{slug}/restore", post(restore))
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct ListQuery {
+    query: Option<String>,
+    limit: Option<i64>,
+    workspace: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct WorkspaceQuery {
+    workspace: Option<String>,
+    revision_id: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct ResourceQuery {
+    workspace: Option<String>,
+    /// `true` returns the raw bytes with their media type instead of JSON.
+    #[serde(default)]
+    raw: bool,
+}
+
+fn tool(result: ToolResult) -> Json<Value> {
+    Json(serde_json::to_value(result).unwrap_or_else(|_| json!({})))
+}
+
+async fn list_or_search(
+    State(state): State<AppState>,
+    Authed(p): Authed,
+    ApiQuery(q): ApiQuery<ListQuery>,
+) -> ApiResult<Json<Value>> {
+    if q.query.is_some() {
+        let req = RecallRequest {
+            query: q.query,
+            limit: q.limit,
+            workspace: q.workspace,
+            ..Default::default()
+        };
+        return Ok(tool(state.service.recall(&p, req).await?));
+    }
+    let skills = state
+        .service
+        .list_skills(&p, q.workspace.as_deref())
+        .await?;
+    Ok(Json(json!({ "skills": skills })))
+}
+
+async fn save(
+    State(state): State<AppState>,
+    Authed(p): Authed,
+    ApiJson(req): ApiJson<SaveRequest>,
+) -> ApiResult<Response> {
+    let saved = state.service.save(&p, req).await?;
+    let status = if saved.created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((status, tool(ToolResult::Saved(saved))).into_response())
+}
+
+async fn recall(
+    State(state): State<AppState>,
+    Authed(p): Authed,
+    ApiJson(req): ApiJson<RecallRequest>,
+) -> ApiResult<Json<Value>> {
+    Ok(tool(state.service.recall(&p, req).await?))
+}
+
+async fn root(
+    State(state): State<AppState>,
+    Authed(p): Authed,
+    ApiPath(slug): ApiPath<String>,
+    ApiQuery(q): ApiQuery<WorkspaceQuery>,
+) -> ApiResult<Json<Value>> {
+    let root = state
+        .service
+        .root(&p, &slug, q.workspace.as_deref(), q.revision_id.as_deref())
+        .await?;
+    Ok(tool(ToolResult::Root(Box::new(root))))
+}
+
+async fn pinned_root(
+    State(state): State<AppState>,
+    Authed(p): Authed,
+    ApiPath((slug, revision_id)): ApiPath<(String, String)>,
+    ApiQuery(q): ApiQuery<WorkspaceQuery>,
+) -> ApiResult<Json<Value>> {
+    let root = state
+        .service
+        .root(&p, &slug, q.workspace.as_deref(), Some(&revision_id))
+        .await?;
+    Ok(tool(ToolResult::Root(Box::new(root))))
+}
+
+async fn revisions(
+    State(state): State<AppState>,
+    Authed(p): Authed,
+    ApiPath(slug): ApiPath<String>,
+    ApiQuery(q): ApiQuery<WorkspaceQuery>,
+) -> ApiResult<Json<Value>> {
+    let revisions = state
+        .service
+        .list_revisions(&p, &slug, q.workspace.as_deref())
+        .await?;
+    Ok(Json(json!({ "slug": slug, "revisions": revisions })))
+}
+
+async fn resource(
+    State(state): State<AppState>,
+    Authed(p): Authed,
+    ApiPath((slug, revision_id, path)): ApiPath<(String, String, String)>,
+    ApiQuery(q): ApiQuery<ResourceQuery>,
+) -> ApiResult<Response> {
+    if q.raw {
+        let (manifest, bytes) = state
+            .service
+            .resource_bytes(&p, &slug, q.workspace.as_deref(), &revision_id, &path)
+            .await?;
+        return Ok((
+            [
+                (header::CONTENT_TYPE, manifest.media_type),
+                (header::ETAG, format!("\"sha256:{}\"", manifest.content_hash)),
+            ],
+            Bytes::from(bytes),
+        )
+            .into_response());
+    }
+    let resource = state
+        .service
+        .resource(&p, &slug, q.workspace.as_deref(), &revision_id, &path)
+        .await?;
+    Ok(tool(ToolResult::Resource(resource)).into_response())
+}
+
+async fn unpinned_resource(
+    State(state): State<AppState>,
+    Authed(p): Authed,
+    ApiPath((slug, path)): ApiPath<(String, String)>,
+    ApiQuery(q): ApiQuery<WorkspaceQuery>,
+) -> ApiResult<Json<Value>> {
+    let req = RecallRequest {
+        slug: Some(slug),
+        resource: Some(path),
+        workspace: q.workspace,
+        revision_id: q.revision_id,
+        ..Default::default()
+    };
+    Ok(tool(state.service.recall(&p, req).await?))
+}
+
+async fn lifecycle(
+    State(state): State<AppState>,
+    Authed(p): Authed,
+    ApiPath((slug, revision_id, action)): ApiPath<(String, String, String)>,
+    ApiQuery(q): ApiQuery<WorkspaceQuery>,
+    body: Bytes,
+) -> ApiResult<Json<Value>> {
+    let action = match action.as_str() {
+        "publish" => LifecycleAction::Publish,
+        "approve" => LifecycleAction::Approve,
+        "reject" => LifecycleAction::Reject,
+        "deprecate" => LifecycleAction::Deprecate,
+        other => {
+            return Err(ServiceError::NotFound(format!(
+                "unknown action `{other}` (publish, approve, reject, deprecate)"
+            ))
+            .into());
+        }
+    };
+    let req: LifecycleRequest = optional_json(&body)?;
+    let revision = state
+        .service
+        .change_status(&p, &slug, q.workspace.as_deref(), &revision_id, action, req.note)
+        .await?;
+    Ok(Json(json!({ "slug": slug, "revision": revision })))
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct ReasonBody {
+    reason: Option<String>,
+}
+
+async fn archive(
+    State(state): State<AppState>,
+    Authed(p): Authed,
+    ApiPath(slug): ApiPath<String>,
+    ApiQuery(q): ApiQuery<WorkspaceQuery>,
+    body: Bytes,
+) -> ApiResult<Json<Value>> {
+    let req: ReasonBody = optional_json(&body)?;
+    let skill = state
+        .service
+        .set_archived(&p, &slug, q.workspace.as_deref(), true, req.reason)
+        .await?;
+    Ok(Json(json!({ "skill": skill })))
+}
+
+async fn restore(
+    State(state): State<AppState>,
+    Authed(p): Authed,
+    ApiPath(slug): ApiPath<String>,
+    ApiQuery(q): ApiQuery<WorkspaceQuery>,
+    body: Bytes,
+) -> ApiResult<Json<Value>> {
+    let req: ReasonBody = optional_json(&body)?;
+    let skill = state
+        .service
+        .set_archived(&p, &slug, q.workspace.as_deref(), false, req.reason)
+        .await?;
+    Ok(Json(json!({ "skill": skill })))
+}
+
+/// An optional JSON body: empty means the default.
+pub(super) fn optional_json<T: serde::de::DeserializeOwned + Default>(
+    body: &[u8],
+) -> Result<T, ServiceError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(T::default());
+    }
+    serde_json::from_slice(body).map_err(|e| {
+        ServiceError::Validation(format!("request body is not valid: {e}"), None)
+    })
+}

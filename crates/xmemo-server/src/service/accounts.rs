@@ -1,0 +1,244 @@
+//! Accounts, API keys, authentication and the first-start bootstrap.
+
+use super::Service;
+use super::types::*;
+use crate::auth::{Principal, generate_key, hash_key, parse_scopes};
+use crate::error::{ServiceError, ServiceResult};
+use xmemo_core::Scope;
+use xmemo_store::{Account, ApiKey, AuditDraft, Attribution, NewAccount, NewApiKey};
+
+/// The client profile a key connects as unless told otherwise.
+pub const DEFAULT_PROFILE: &str = "ordinary-full";
+
+impl Service {
+    /// Resolves an API key secret to a principal. Every failure reads the same, so a caller
+    /// learns nothing about which keys exist.
+    pub async fn authenticate(
+        &self,
+        secret: &str,
+        agent_id: Option<String>,
+        agent_instance_id: Option<String>,
+    ) -> ServiceResult<Principal> {
+        let invalid = || ServiceError::AuthRequired("invalid, revoked or expired credential".into());
+        if secret.is_empty() || secret.len() > 256 {
+            return Err(invalid());
+        }
+        let key = self
+            .store
+            .find_api_key_by_hash(&hash_key(secret))
+            .await?
+            .ok_or_else(invalid)?;
+        if key.revoked_at.is_some()
+            || key
+                .expires_at
+                .as_deref()
+                .is_some_and(|e| e <= xmemo_store::now().as_str())
+        {
+            return Err(invalid());
+        }
+        let account = self
+            .store
+            .get_account(&key.account_id)
+            .await?
+            .ok_or_else(invalid)?;
+        let scopes = key
+            .scopes
+            .iter()
+            .filter_map(|s| s.parse::<Scope>().ok())
+            .collect();
+        Ok(Principal {
+            account,
+            credential_id: Some(key.key_id),
+            scopes,
+            client_profile: Some(key.profile),
+            agent_id,
+            agent_instance_id,
+        })
+    }
+
+    pub async fn create_key(
+        &self,
+        principal: &Principal,
+        req: CreateKeyRequest,
+    ) -> ServiceResult<CreatedKey> {
+        principal.require(Scope::Write)?;
+        self.issue_key(principal, &principal.account, req).await
+    }
+
+    /// Issues a key for `account` (the caller's own, or any when the operator does it).
+    pub async fn issue_key(
+        &self,
+        principal: &Principal,
+        account: &Account,
+        req: CreateKeyRequest,
+    ) -> ServiceResult<CreatedKey> {
+        let name = req.name.trim().to_string();
+        if name.is_empty() || name.chars().count() > 128 {
+            return Err(ServiceError::validation("name must be 1 to 128 characters", "name"));
+        }
+        let scopes = match req.scopes {
+            None => principal.scopes.clone(),
+            Some(list) => parse_scopes(&list.join(" "))?,
+        };
+        if scopes.is_empty() {
+            return Err(ServiceError::validation("at least one scope is required", "scopes"));
+        }
+        if let Some(extra) = scopes.iter().find(|s| !principal.scopes.contains(s)) {
+            return Err(ServiceError::PermissionDenied(format!(
+                "a key cannot grant `{extra}`, which the calling credential lacks"
+            )));
+        }
+        let expires_at = req.expires_at.as_deref().map(normalise_instant).transpose()?;
+        let profile = req.profile.unwrap_or_else(|| DEFAULT_PROFILE.to_string());
+        xmemo_core::validate_slug("profile", &profile)?;
+        let generated = generate_key();
+        let audit = AuditDraft::new("key.create", &principal.attribution());
+        let info = self
+            .store
+            .create_api_key(
+                NewApiKey {
+                    account_id: account.account_id.clone(),
+                    name,
+                    prefix: generated.prefix,
+                    key_hash: generated.hash,
+                    scopes: scopes.iter().map(|s| s.as_str().to_string()).collect(),
+                    profile,
+                    expires_at,
+                },
+                audit,
+            )
+            .await?;
+        Ok(CreatedKey {
+            key: generated.secret,
+            info,
+        })
+    }
+
+    pub async fn list_keys(&self, principal: &Principal) -> ServiceResult<Vec<ApiKey>> {
+        principal.require(Scope::Read)?;
+        Ok(self.store.list_api_keys(&principal.account.account_id).await?)
+    }
+
+    pub async fn revoke_key(&self, principal: &Principal, key_id: &str) -> ServiceResult<()> {
+        principal.require(Scope::Write)?;
+        let audit = AuditDraft::new("key.revoke", &principal.attribution());
+        if self
+            .store
+            .revoke_api_key(&principal.account.account_id, key_id, audit)
+            .await?
+        {
+            Ok(())
+        } else {
+            Err(ServiceError::NotFound(format!("key `{key_id}` not found or already revoked")))
+        }
+    }
+
+    /// Creates an account; only server admins (or the local operator) may.
+    pub async fn create_account(
+        &self,
+        principal: &Principal,
+        req: CreateAccountRequest,
+    ) -> ServiceResult<Account> {
+        principal.require(Scope::Write)?;
+        if !principal.account.is_admin {
+            return Err(ServiceError::PermissionDenied(
+                "only server administrators create accounts".into(),
+            ));
+        }
+        self.create_account_unchecked(req, principal.attribution()).await
+    }
+
+    pub async fn list_accounts(&self, principal: &Principal) -> ServiceResult<Vec<Account>> {
+        if !principal.account.is_admin {
+            return Err(ServiceError::PermissionDenied(
+                "only server administrators list accounts".into(),
+            ));
+        }
+        Ok(self.store.list_accounts().await?)
+    }
+
+    async fn create_account_unchecked(
+        &self,
+        req: CreateAccountRequest,
+        actor: Attribution,
+    ) -> ServiceResult<Account> {
+        xmemo_core::validate_slug("handle", &req.handle)?;
+        let display_name = req.display_name.unwrap_or_else(|| req.handle.clone());
+        xmemo_core::validate::validate_name("display_name", &display_name)?;
+        let audit = AuditDraft {
+            action: "account.create".into(),
+            actor,
+            ..Default::default()
+        };
+        self.store
+            .create_account(
+                NewAccount {
+                    handle: req.handle.clone(),
+                    display_name,
+                    is_admin: req.is_admin,
+                },
+                audit,
+            )
+            .await
+            .map_err(|e| match e {
+                xmemo_store::StoreError::Conflict(_) => {
+                    ServiceError::Conflict(format!("account `{}` already exists", req.handle))
+                }
+                other => other.into(),
+            })
+    }
+
+    /// First start on an empty database: an admin account and its first key. Returns the
+    /// secret once, or `None` when accounts already exist.
+    pub async fn bootstrap(&self) -> ServiceResult<Option<(Account, CreatedKey)>> {
+        if self.store.count_accounts().await? > 0 {
+            return Ok(None);
+        }
+        let account = self
+            .create_account_unchecked(
+                CreateAccountRequest {
+                    handle: "admin".into(),
+                    display_name: Some("Administrator".into()),
+                    is_admin: true,
+                },
+                Attribution::default(),
+            )
+            .await?;
+        let operator = Principal::operator(account.clone());
+        let key = self
+            .issue_key(
+                &operator,
+                &account,
+                CreateKeyRequest {
+                    name: "bootstrap admin key".into(),
+                    scopes: None,
+                    expires_at: None,
+                    profile: None,
+                },
+            )
+            .await?;
+        Ok(Some((account, key)))
+    }
+
+    /// The local operator acting as an existing account (for `xmemo admin`).
+    pub async fn operator_for(&self, handle: &str) -> ServiceResult<Principal> {
+        Ok(Principal::operator(self.find_account(handle).await?))
+    }
+
+    /// Operator-side account creation (`xmemo admin account create`), no admin check.
+    pub async fn admin_create_account(&self, req: CreateAccountRequest) -> ServiceResult<Account> {
+        self.create_account_unchecked(req, Attribution::default()).await
+    }
+}
+
+/// Accepts an RFC 3339 instant and stores it in the store's own UTC millisecond format.
+fn normalise_instant(text: &str) -> ServiceResult<String> {
+    let parsed = time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339)
+        .map_err(|e| ServiceError::validation(format!("expires_at is not RFC 3339: {e}"), "expires_at"))?;
+    let utc = parsed.to_offset(time::UtcOffset::UTC);
+    let format = time::macros::format_description!(
+        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
+    );
+    utc.format(&format)
+        .map_err(|e| ServiceError::validation(format!("expires_at: {e}"), "expires_at"))
+}

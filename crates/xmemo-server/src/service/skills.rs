@@ -1,0 +1,330 @@
+//! Save, lifecycle, archive/restore and listings.
+
+use super::Service;
+use super::access::Access;
+use super::types::*;
+use crate::auth::Principal;
+use crate::error::{ServiceError, ServiceResult};
+use base64::Engine;
+use xmemo_core::media::media_type_for;
+use xmemo_core::{
+    AssetStatus, ComponentInput, LifecycleAction, RevisionContent, RevisionStatus, SaveIntent,
+    Scope, asset_change_allowed, canonical_hash, content_hash, transition, validate_content,
+};
+use xmemo_store::{
+    AuditDraft, ComponentManifest, NewComponent, Revision, SaveRevision, Skill, StatusChange,
+    hashed_components,
+};
+
+impl Service {
+    /// `save_cloud_skill`: create the skill or append its next revision (SPEC §4).
+    pub async fn save(&self, principal: &Principal, req: SaveRequest) -> ServiceResult<Saved> {
+        principal.require(Scope::Write)?;
+        xmemo_core::validate_slug("slug", &req.slug)?;
+        let access = self.access(principal).await?;
+        let membership = match req.workspace.as_deref() {
+            Some(selector) => access.resolve(selector)?,
+            None => access.personal()?,
+        };
+        let workspace = membership.workspace.clone();
+        let action = match req.intent.unwrap_or(SaveIntent::Draft) {
+            SaveIntent::Draft => LifecycleAction::SaveDraft,
+            SaveIntent::Publish => LifecycleAction::SavePublish,
+        };
+        let status = transition(action, None, workspace.kind, membership.role)?;
+
+        let existing = self
+            .store
+            .find_skills_by_slug(std::slice::from_ref(&workspace.workspace_id), &req.slug)
+            .await?
+            .into_iter()
+            .next();
+        let (name, description) = match (&existing, req.name, req.description) {
+            (_, Some(n), Some(d)) => (n, d),
+            (Some(skill), n, d) => (
+                n.unwrap_or_else(|| skill.name.clone()),
+                d.unwrap_or_else(|| skill.description.clone()),
+            ),
+            (None, None, _) => {
+                return Err(ServiceError::validation(
+                    "name is required when a skill is first saved",
+                    "name",
+                ));
+            }
+            (None, _, None) => {
+                return Err(ServiceError::validation(
+                    "description is required when a skill is first saved",
+                    "description",
+                ));
+            }
+        };
+        if req.components.len() > xmemo_core::limits::MAX_COMPONENTS {
+            // Refuse before decoding anything.
+            return Err(xmemo_core::ValidationError::too_many(
+                "components",
+                "components",
+                xmemo_core::limits::MAX_COMPONENTS as u64,
+                req.components.len() as u64,
+            )
+            .into());
+        }
+        let components = decode_components(req.components)?;
+        let content = RevisionContent {
+            name,
+            description,
+            instruction_body: req.instruction_body,
+            metadata: req.metadata.unwrap_or_default(),
+            components,
+        };
+        validate_content(&content)?;
+
+        let new_components: Vec<NewComponent> = content
+            .components
+            .into_iter()
+            .map(|c| NewComponent {
+                manifest: ComponentManifest {
+                    content_hash: content_hash(&c.content),
+                    size: c.content.len() as u64,
+                    media_type: media_type_for(&c.logical_path, &c.content),
+                    logical_path: c.logical_path,
+                    component_type: c.component_type,
+                },
+                content: c.content,
+            })
+            .collect();
+        let manifests: Vec<ComponentManifest> =
+            new_components.iter().map(|c| c.manifest.clone()).collect();
+        let hash = canonical_hash(
+            &content.name,
+            &content.description,
+            &content.metadata,
+            &content.instruction_body,
+            &hashed_components(&manifests),
+        );
+        let outcome = self
+            .store
+            .save_revision(SaveRevision {
+                workspace_id: workspace.workspace_id.clone(),
+                slug: req.slug,
+                expected_revision_id: req.expected_revision_id,
+                name: content.name,
+                description: content.description,
+                instruction_body: content.instruction_body,
+                metadata: content.metadata,
+                canonical_hash: hash,
+                status,
+                components: new_components,
+                attribution: principal.attribution(),
+            })
+            .await?;
+        Ok(Saved {
+            skill_id: outcome.skill.skill_id,
+            slug: outcome.skill.slug,
+            workspace: workspace.handle,
+            revision_id: outcome.revision.revision_id,
+            revision_number: outcome.revision.revision_number,
+            status: outcome.revision.status,
+            canonical_hash: outcome.revision.canonical_hash,
+            created: outcome.created,
+        })
+    }
+
+    /// Publish / approve / reject / deprecate one revision of a skill.
+    pub async fn change_status(
+        &self,
+        principal: &Principal,
+        slug: &str,
+        workspace: Option<&str>,
+        revision_id: &str,
+        action: LifecycleAction,
+        note: Option<String>,
+    ) -> ServiceResult<RevisionSummary> {
+        principal.require(Scope::Write)?;
+        let access = self.access(principal).await?;
+        let (skill, ws, role) = self.resolve_skill(&access, slug, workspace).await?;
+        let revision = self.revision_of(&skill, revision_id).await?;
+        let to = transition(action, Some(revision.status), ws.kind, role)?;
+        let note = note.map(|n| n.trim().to_string()).filter(|n| !n.is_empty());
+        if action == LifecycleAction::Reject && note.is_none() {
+            return Err(ServiceError::validation(
+                "a rejection needs a review note",
+                "note",
+            ));
+        }
+        if let Some(n) = &note
+            && n.chars().count() > 2000
+        {
+            return Err(ServiceError::validation(
+                "the note is limited to 2000 characters",
+                "note",
+            ));
+        }
+        let verb = match action {
+            LifecycleAction::Publish if to == RevisionStatus::Proposed => "propose",
+            LifecycleAction::Publish => "publish",
+            LifecycleAction::Approve => "approve",
+            LifecycleAction::Reject => "reject",
+            LifecycleAction::Deprecate => "deprecate",
+            LifecycleAction::SaveDraft | LifecycleAction::SavePublish => "save",
+        };
+        let audit = AuditDraft::new(&format!("revision.{verb}"), &principal.attribution())
+            .workspace(&ws.workspace_id)
+            .skill(&skill.skill_id)
+            .revision(revision_id)
+            .details(serde_json::json!({
+                "from": revision.status,
+                "to": to,
+                "note": note,
+                "revision_number": revision.revision_number,
+            }));
+        let updated = self
+            .store
+            .change_revision_status(StatusChange {
+                revision_id: revision_id.to_string(),
+                from: revision.status,
+                to,
+                review_note: note,
+                audit,
+            })
+            .await?;
+        Ok(RevisionSummary::from(&updated))
+    }
+
+    /// Archive (`archived = true`) or restore a skill.
+    pub async fn set_archived(
+        &self,
+        principal: &Principal,
+        slug: &str,
+        workspace: Option<&str>,
+        archived: bool,
+        reason: Option<String>,
+    ) -> ServiceResult<SkillView> {
+        principal.require(Scope::Write)?;
+        let access = self.access(principal).await?;
+        let (skill, ws, role) = self.resolve_skill(&access, slug, workspace).await?;
+        if !asset_change_allowed(role) {
+            return Err(ServiceError::PermissionDenied(format!(
+                "your role `{role}` may not archive or restore skills"
+            )));
+        }
+        let status = if archived {
+            AssetStatus::Archived
+        } else {
+            AssetStatus::Active
+        };
+        let action = if archived { "skill.archive" } else { "skill.restore" };
+        let audit = AuditDraft::new(action, &principal.attribution())
+            .workspace(&ws.workspace_id)
+            .skill(&skill.skill_id)
+            .details(serde_json::json!({"from": skill.asset_status, "to": status, "reason": reason}));
+        let skill = self
+            .store
+            .set_asset_status(&skill.skill_id, status, audit)
+            .await?;
+        Ok(skill_view(&skill, &access))
+    }
+
+    pub async fn list_skills(
+        &self,
+        principal: &Principal,
+        workspace: Option<&str>,
+    ) -> ServiceResult<Vec<SkillView>> {
+        principal.require(Scope::Read)?;
+        let access = self.access(principal).await?;
+        let ids = access.readable(workspace)?;
+        let skills = self.store.list_skills(&ids).await?;
+        Ok(skills.iter().map(|s| skill_view(s, &access)).collect())
+    }
+
+    pub async fn get_skill(
+        &self,
+        principal: &Principal,
+        slug: &str,
+        workspace: Option<&str>,
+    ) -> ServiceResult<SkillView> {
+        principal.require(Scope::Read)?;
+        let access = self.access(principal).await?;
+        let (skill, _, _) = self.resolve_skill(&access, slug, workspace).await?;
+        Ok(skill_view(&skill, &access))
+    }
+
+    pub async fn list_revisions(
+        &self,
+        principal: &Principal,
+        slug: &str,
+        workspace: Option<&str>,
+    ) -> ServiceResult<Vec<RevisionSummary>> {
+        principal.require(Scope::Read)?;
+        let access = self.access(principal).await?;
+        let (skill, _, _) = self.resolve_skill(&access, slug, workspace).await?;
+        let revisions = self.store.list_revisions(&skill.skill_id).await?;
+        Ok(revisions.iter().map(RevisionSummary::from).collect())
+    }
+
+    /// A revision that must belong to the skill (else NOT_FOUND).
+    pub(crate) async fn revision_of(
+        &self,
+        skill: &Skill,
+        revision_id: &str,
+    ) -> ServiceResult<Revision> {
+        match self.store.get_revision(revision_id).await? {
+            Some(r) if r.skill_id == skill.skill_id => Ok(r),
+            _ => Err(ServiceError::NotFound(format!(
+                "revision `{revision_id}` of skill `{}` not found",
+                skill.slug
+            ))),
+        }
+    }
+}
+
+pub(crate) fn skill_view(skill: &Skill, access: &Access) -> SkillView {
+    SkillView {
+        skill_id: skill.skill_id.clone(),
+        slug: skill.slug.clone(),
+        name: skill.name.clone(),
+        description: skill.description.clone(),
+        workspace: access.handle(&skill.workspace_id),
+        asset_status: skill.asset_status,
+        latest_revision_number: skill.latest_revision_number,
+        published_revision_id: skill.published_revision_id.clone(),
+        created_at: skill.created_at.clone(),
+        updated_at: skill.updated_at.clone(),
+    }
+}
+
+fn decode_components(components: Vec<ComponentRequest>) -> ServiceResult<Vec<ComponentInput>> {
+    components
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let content = match c.encoding {
+                ContentEncoding::Utf8 => c.content.into_bytes(),
+                ContentEncoding::Base64 => {
+                    // Refuse oversized encodings before decoding them.
+                    let max_encoded = xmemo_core::limits::COMPONENT_MAX_BYTES.div_ceil(3) * 4 + 4;
+                    if c.content.len() > max_encoded {
+                        return Err(xmemo_core::ValidationError::too_large(
+                            format!("components[{i}].content"),
+                            xmemo_core::limits::COMPONENT_MAX_BYTES as u64,
+                            (c.content.len() / 4 * 3) as u64,
+                        )
+                        .into());
+                    }
+                    base64::engine::general_purpose::STANDARD
+                        .decode(c.content.trim())
+                        .map_err(|e| {
+                            ServiceError::validation(
+                                format!("components[{i}].content is not valid base64: {e}"),
+                                &format!("components[{i}].content"),
+                            )
+                        })?
+                }
+            };
+            Ok(ComponentInput {
+                logical_path: c.logical_path,
+                component_type: c.component_type,
+                content,
+            })
+        })
+        .collect()
+}
