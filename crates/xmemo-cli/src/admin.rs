@@ -94,7 +94,10 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<()> {
     let service = Service::new(store);
     let out = |value: serde_json::Value, text: String| {
         if args.json {
-            println!("{}", serde_json::to_string_pretty(&value).unwrap_or_default());
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&value).unwrap_or_default()
+            );
         } else {
             println!("{text}");
         }
@@ -114,11 +117,18 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<()> {
                 })
                 .await?;
             let mut value = json!({ "account": account });
-            let mut text = format!("created account {} ({})", account.handle, account.account_id);
+            let mut text = format!(
+                "created account {} ({})",
+                account.handle, account.account_id
+            );
             if with_key {
                 let operator = service.operator_for(&handle).await?;
                 let key = service
-                    .issue_key(&operator, &account, key_request("initial key", None, None, None)?)
+                    .issue_key(
+                        &operator,
+                        &account,
+                        key_request("initial key", None, None, None)?,
+                    )
                     .await?;
                 text.push_str(&format!("\nAPI key (shown once): {}", key.key));
                 value["key"] = json!(key);
@@ -181,7 +191,11 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<()> {
                         k.name,
                         k.prefix,
                         k.scopes.join(","),
-                        if k.revoked_at.is_some() { "revoked" } else { "active" }
+                        if k.revoked_at.is_some() {
+                            "revoked"
+                        } else {
+                            "active"
+                        }
                     )
                 })
                 .collect::<Vec<_>>()
@@ -194,10 +208,7 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<()> {
             out(json!({ "revoked": key_id }), format!("revoked {key_id}"));
         }
         AdminCommand::Audit(AuditCommand::Verify) => {
-            let entries = service
-                .store()
-                .list_audit(&AuditFilter::default())
-                .await?;
+            let entries = service.store().list_audit(&AuditFilter::default()).await?;
             match verify_audit_chain(&entries) {
                 Ok(()) => out(
                     json!({ "ok": true, "entries": entries.len() }),

@@ -102,7 +102,13 @@ mod tests {
                 content_hash: h,
             })
             .collect();
-        canonical_hash("Deploy procedure", "How we deploy to production", metadata, body, &hc)
+        canonical_hash(
+            "Deploy procedure",
+            "How we deploy to production",
+            metadata,
+            body,
+            &hc,
+        )
     }
 
     const BODY: &str = "1. Run `scripts/check.py`.\n2. Deploy.\n";
@@ -135,7 +141,10 @@ mod tests {
         );
         let text = jcs(&doc);
         let docs = include_str!("../../../docs/canonical-hash.md");
-        assert!(docs.contains(&text), "docs must show the canonical JSON:\n{text}");
+        assert!(
+            docs.contains(&text),
+            "docs must show the canonical JSON:\n{text}"
+        );
         let hash = content_hash(text.as_bytes());
         assert!(docs.contains(&hash), "docs must show the hash {hash}");
         assert_eq!(hash, hash_of(&metadata, BODY, &components));
@@ -177,7 +186,13 @@ mod tests {
             .collect();
         assert_ne!(
             base,
-            canonical_hash("Deploy", "How we deploy to production", &metadata, BODY, &hc)
+            canonical_hash(
+                "Deploy",
+                "How we deploy to production",
+                &metadata,
+                BODY,
+                &hc
+            )
         );
     }
 }

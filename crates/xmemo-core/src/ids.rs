@@ -10,7 +10,9 @@ pub fn has_prefix(id: &str, prefix: &str) -> bool {
     id.len() == prefix.len() + 33
         && id.starts_with(prefix)
         && id.as_bytes().get(prefix.len()) == Some(&b'_')
-        && id[prefix.len() + 1..].bytes().all(|b| b.is_ascii_hexdigit())
+        && id[prefix.len() + 1..]
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit())
 }
 
 #[cfg(test)]

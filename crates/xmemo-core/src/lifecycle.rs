@@ -45,10 +45,7 @@ pub enum TransitionError {
         kind: WorkspaceKind,
     },
     #[error("cannot {action} a revision that is {from}")]
-    IllegalFrom {
-        action: &'static str,
-        from: String,
-    },
+    IllegalFrom { action: &'static str, from: String },
 }
 
 fn verb(action: LifecycleAction) -> &'static str {
@@ -183,7 +180,10 @@ mod tests {
     fn members_cannot_publish_in_teams() {
         assert_eq!(transition(A::SavePublish, None, Team, Member), Ok(Proposed));
         assert!(transition(A::Approve, Some(Proposed), Team, Member).is_err());
-        assert_eq!(transition(A::Approve, Some(Proposed), Team, Admin), Ok(Published));
+        assert_eq!(
+            transition(A::Approve, Some(Proposed), Team, Admin),
+            Ok(Published)
+        );
         assert!(transition(A::SaveDraft, None, Team, Viewer).is_err());
     }
 

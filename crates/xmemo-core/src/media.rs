@@ -49,9 +49,15 @@ mod tests {
 
     #[test]
     fn media_types() {
-        assert_eq!(media_type_for("scripts/check.py", b"print(1)"), "text/x-python");
+        assert_eq!(
+            media_type_for("scripts/check.py", b"print(1)"),
+            "text/x-python"
+        );
         assert_eq!(media_type_for("a/NOTES", b"hello"), "text/plain");
-        assert_eq!(media_type_for("a/blob", &[0xff, 0xfe, 0x00]), "application/octet-stream");
+        assert_eq!(
+            media_type_for("a/blob", &[0xff, 0xfe, 0x00]),
+            "application/octet-stream"
+        );
         assert_eq!(media_type_for("logo.PNG", &[0x89]), "image/png");
     }
 }

@@ -48,6 +48,7 @@ fn check_text(field: &str, value: &str, max_chars: usize) -> Result<(), Validati
     if value.trim().is_empty() {
         return Err(ValidationError::invalid(field, "must not be empty"));
     }
+    reject_nul(field, value)?;
     let chars = value.chars().count();
     if chars > max_chars {
         return Err(ValidationError::too_many(
@@ -56,6 +57,15 @@ fn check_text(field: &str, value: &str, max_chars: usize) -> Result<(), Validati
             max_chars as u64,
             chars as u64,
         ));
+    }
+    Ok(())
+}
+
+/// U+0000 is refused in every text field: PostgreSQL cannot store it in text columns, and
+/// both backends must accept exactly the same inputs.
+pub fn reject_nul(field: &str, value: &str) -> Result<(), ValidationError> {
+    if value.contains('\0') {
+        return Err(ValidationError::invalid(field, "must not contain NUL (U+0000) characters"));
     }
     Ok(())
 }
@@ -75,7 +85,10 @@ pub fn validate_logical_path(field: &str, path: &str) -> Result<(), ValidationEr
         ));
     }
     if path.starts_with('/') {
-        return Err(ValidationError::invalid(field, "must be relative (no leading `/`)"));
+        return Err(ValidationError::invalid(
+            field,
+            "must be relative (no leading `/`)",
+        ));
     }
     if path.chars().any(|c| c == '\\' || c.is_control()) {
         return Err(ValidationError::invalid(
@@ -85,7 +98,12 @@ pub fn validate_logical_path(field: &str, path: &str) -> Result<(), ValidationEr
     }
     for segment in path.split('/') {
         match segment {
-            "" => return Err(ValidationError::invalid(field, "must not contain an empty segment")),
+            "" => {
+                return Err(ValidationError::invalid(
+                    field,
+                    "must not contain an empty segment",
+                ));
+            }
             "." | ".." => {
                 return Err(ValidationError::invalid(
                     field,
@@ -110,8 +128,12 @@ pub fn validate_content(content: &RevisionContent) -> Result<(), ValidationError
     validate_name("name", &content.name)?;
     validate_description("description", &content.description)?;
     if content.instruction_body.trim().is_empty() {
-        return Err(ValidationError::invalid("instruction_body", "must not be empty"));
+        return Err(ValidationError::invalid(
+            "instruction_body",
+            "must not be empty",
+        ));
     }
+    reject_nul("instruction_body", &content.instruction_body)?;
     if content.instruction_body.len() > INSTRUCTION_BODY_MAX_BYTES {
         return Err(ValidationError::too_large(
             "instruction_body",
@@ -190,7 +212,17 @@ mod tests {
         for ok in ["a", "a1", "deploy-prod", "x-1-y", &"a".repeat(64)] {
             assert!(validate_slug("slug", ok).is_ok(), "{ok}");
         }
-        for bad in ["", "-a", "a-", "a--b", "A", "a_b", "a b", "é", &"a".repeat(65)] {
+        for bad in [
+            "",
+            "-a",
+            "a-",
+            "a--b",
+            "A",
+            "a_b",
+            "a b",
+            "é",
+            &"a".repeat(65),
+        ] {
             let err = validate_slug("slug", bad).unwrap_err();
             assert_eq!(err.field, "slug", "{bad}");
             assert_eq!(err.code, ErrorCode::ValidationError);
@@ -215,6 +247,8 @@ mod tests {
         assert_eq!(validate_content(&c).unwrap_err().field, "description");
         c.description = "  ".into();
         assert_eq!(validate_content(&c).unwrap_err().field, "description");
+        c.description = "nul\0".into();
+        assert_eq!(validate_content(&c).unwrap_err().field, "description");
     }
 
     #[test]
@@ -234,12 +268,16 @@ mod tests {
         assert_eq!(validate_content(&c).unwrap_err().field, "instruction_body");
         c.instruction_body = String::new();
         assert_eq!(validate_content(&c).unwrap_err().field, "instruction_body");
+        c.instruction_body = "a\0b".into();
+        assert_eq!(validate_content(&c).unwrap_err().field, "instruction_body");
     }
 
     #[test]
     fn component_count_limit() {
         let mut c = content();
-        c.components = (0..MAX_COMPONENTS).map(|i| component(&format!("f{i}"), 1)).collect();
+        c.components = (0..MAX_COMPONENTS)
+            .map(|i| component(&format!("f{i}"), 1))
+            .collect();
         assert!(validate_content(&c).is_ok());
         c.components.push(component("one-more", 1));
         let err = validate_content(&c).unwrap_err();
@@ -251,7 +289,10 @@ mod tests {
     #[test]
     fn component_size_limit() {
         let mut c = content();
-        c.components = vec![component("a.txt", 1), component("big.bin", COMPONENT_MAX_BYTES)];
+        c.components = vec![
+            component("a.txt", 1),
+            component("big.bin", COMPONENT_MAX_BYTES),
+        ];
         assert!(validate_content(&c).is_ok());
         c.components[1].content.push(0);
         let err = validate_content(&c).unwrap_err();
@@ -262,13 +303,30 @@ mod tests {
     #[test]
     fn logical_path_rules() {
         let ok_255 = format!("d/{}", "p".repeat(253));
-        for ok in ["a", "scripts/check.py", "a/b/c.d", ".hidden", "x..y", ok_255.as_str()] {
+        for ok in [
+            "a",
+            "scripts/check.py",
+            "a/b/c.d",
+            ".hidden",
+            "x..y",
+            ok_255.as_str(),
+        ] {
             assert!(validate_logical_path("p", ok).is_ok(), "{ok}");
         }
         let bad_256 = format!("d/{}", "p".repeat(254));
         for bad in [
-            "", "/abs", "a//b", "a/", "../x", "a/../b", "./a", "a\\b", "a\0b", "SKILL.md",
-            "capsule.json", bad_256.as_str(),
+            "",
+            "/abs",
+            "a//b",
+            "a/",
+            "../x",
+            "a/../b",
+            "./a",
+            "a\\b",
+            "a\0b",
+            "SKILL.md",
+            "capsule.json",
+            bad_256.as_str(),
         ] {
             assert!(validate_logical_path("p", bad).is_err(), "{bad:?}");
         }
@@ -287,9 +345,11 @@ mod tests {
     fn metadata_limit() {
         let mut c = content();
         // {"k":"…"} is 8 bytes of framing
-        c.metadata.insert("k".into(), "v".repeat(METADATA_MAX_BYTES - 8).into());
+        c.metadata
+            .insert("k".into(), "v".repeat(METADATA_MAX_BYTES - 8).into());
         assert!(validate_content(&c).is_ok());
-        c.metadata.insert("k".into(), "v".repeat(METADATA_MAX_BYTES - 7).into());
+        c.metadata
+            .insert("k".into(), "v".repeat(METADATA_MAX_BYTES - 7).into());
         assert_eq!(validate_content(&c).unwrap_err().field, "metadata");
     }
 }

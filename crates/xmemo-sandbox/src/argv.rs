@@ -180,7 +180,10 @@ pub fn build_bwrap_args(invocation: &BwrapInvocation<'_>) -> Vec<OsString> {
     args.push(invocation.skill_dir.into());
     args.push(SANDBOX_SKILL_DIR.into());
     // The root tmpfs bwrap builds is writable by default: freeze it.
-    push(&mut args, &["--remount-ro", "/", "--chdir", SANDBOX_SKILL_DIR]);
+    push(
+        &mut args,
+        &["--remount-ro", "/", "--chdir", SANDBOX_SKILL_DIR],
+    );
     let seccomp = invocation.seccomp_fd.to_string();
     let status = invocation.json_status_fd.to_string();
     push(
@@ -283,7 +286,10 @@ mod tests {
         assert!(position(&args, &["--ro-bind", "/", "/"]).is_none());
         assert!(position(&args, &["--bind", "/", "/"]).is_none());
         assert!(!args.iter().any(|a| a == "/etc" || a == "/etc/shadow"));
-        assert!(!args.iter().any(|a| a == "--bind" || a == "--dev-bind"), "no writable binds");
+        assert!(
+            !args.iter().any(|a| a == "--bind" || a == "--dev-bind"),
+            "no writable binds"
+        );
         assert!(!args.iter().any(|a| a == "--share-net"));
     }
 
@@ -297,8 +303,8 @@ mod tests {
         let dev_ro = position(&args, &["--remount-ro", "/dev"]).expect("dev ro");
         assert!(dev < dev_ro);
         let root_ro = position(&args, &["--remount-ro", "/"]).expect("root ro");
-        let skill = position(&args, &["--ro-bind", "/tmp/xmemo-run-a/skill", "/skill"])
-            .expect("skill");
+        let skill =
+            position(&args, &["--ro-bind", "/tmp/xmemo-run-a/skill", "/skill"]).expect("skill");
         let tmp = position(&args, &["--tmpfs", "/tmp"]).expect("tmp");
         assert!(root_ro > skill && root_ro > tmp && root_ro > sys);
     }
@@ -346,9 +352,18 @@ mod tests {
 
     #[test]
     fn path_search() {
-        let found = search_path("sh", Some(std::ffi::OsStr::new("/nonexistent:/usr/bin:/bin")));
+        let found = search_path(
+            "sh",
+            Some(std::ffi::OsStr::new("/nonexistent:/usr/bin:/bin")),
+        );
         assert!(found.is_some_and(|p| p.ends_with("sh")));
-        assert!(search_path("definitely-not-here-xyz", Some(std::ffi::OsStr::new("/usr/bin"))).is_none());
+        assert!(
+            search_path(
+                "definitely-not-here-xyz",
+                Some(std::ffi::OsStr::new("/usr/bin"))
+            )
+            .is_none()
+        );
         assert!(search_path("sh", None).is_none());
         assert_eq!(search_path("/x/y", None), Some(PathBuf::from("/x/y")));
     }

@@ -38,16 +38,24 @@ pub enum Controller {
     Pids,
     /// CPU bandwidth.
     Cpu,
+    /// CPU accounting (v1 only; figures, no limit).
+    Cpuacct,
 }
 
 impl Controller {
-    const ALL: [Controller; 3] = [Controller::Memory, Controller::Pids, Controller::Cpu];
+    const ALL: [Controller; 4] = [
+        Controller::Memory,
+        Controller::Pids,
+        Controller::Cpu,
+        Controller::Cpuacct,
+    ];
 
     fn name(self) -> &'static str {
         match self {
             Controller::Memory => "memory",
             Controller::Pids => "pids",
             Controller::Cpu => "cpu",
+            Controller::Cpuacct => "cpuacct",
         }
     }
 }
@@ -63,6 +71,8 @@ pub struct CgroupSupport {
     pub pids: Option<PathBuf>,
     /// Parent directory for cpu cgroups.
     pub cpu: Option<PathBuf>,
+    /// Parent directory for cpuacct cgroups (v1; CPU time figures only).
+    pub cpuacct: Option<PathBuf>,
 }
 
 impl CgroupSupport {
@@ -71,7 +81,21 @@ impl CgroupSupport {
             Controller::Memory => self.memory.as_deref(),
             Controller::Pids => self.pids.as_deref(),
             Controller::Cpu => self.cpu.as_deref(),
+            Controller::Cpuacct => self.cpuacct.as_deref(),
         }
+    }
+
+    fn set(&mut self, controller: Controller, dir: Option<PathBuf>) {
+        match controller {
+            Controller::Memory => self.memory = dir,
+            Controller::Pids => self.pids = dir,
+            Controller::Cpu => self.cpu = dir,
+            Controller::Cpuacct => self.cpuacct = dir,
+        }
+    }
+
+    fn any(&self) -> bool {
+        Controller::ALL.iter().any(|c| self.parent(*c).is_some())
     }
 
     /// `cgroup_v1: memory,pids,cpu` style summary.
@@ -89,6 +113,7 @@ impl CgroupSupport {
     }
 
     /// Whether `controller` is usable.
+    #[cfg(test)]
     pub fn has(&self, controller: Controller) -> bool {
         self.parent(controller).is_some()
     }
@@ -114,9 +139,12 @@ fn unescape_mount_field(field: &str) -> String {
     while i < bytes.len() {
         if bytes[i] == b'\\'
             && i + 3 < bytes.len()
-            && bytes[i + 1..i + 4].iter().all(|b| (b'0'..=b'7').contains(b))
+            && bytes[i + 1..i + 4]
+                .iter()
+                .all(|b| (b'0'..=b'7').contains(b))
         {
-            let value = (bytes[i + 1] - b'0') * 64 + (bytes[i + 2] - b'0') * 8 + (bytes[i + 3] - b'0');
+            let value =
+                (bytes[i + 1] - b'0') * 64 + (bytes[i + 2] - b'0') * 8 + (bytes[i + 3] - b'0');
             out.push(value);
             i += 4;
         } else {
@@ -222,6 +250,7 @@ pub fn plan_support(
         memory: None,
         pids: None,
         cpu: None,
+        cpuacct: None,
     };
     let mut any_v1 = false;
     for controller in Controller::ALL {
@@ -239,12 +268,8 @@ pub fn plan_support(
             continue;
         };
         if let Some(dir) = cgroup_dir(mount, &own.path) {
-            any_v1 = true;
-            match controller {
-                Controller::Memory => v1.memory = Some(dir),
-                Controller::Pids => v1.pids = Some(dir),
-                Controller::Cpu => v1.cpu = Some(dir),
-            }
+            any_v1 |= controller != Controller::Cpuacct;
+            v1.set(controller, Some(dir));
         }
     }
     if any_v1 {
@@ -270,8 +295,9 @@ pub fn plan_support(
         memory: pick(Controller::Memory),
         pids: pick(Controller::Pids),
         cpu: pick(Controller::Cpu),
+        cpuacct: None,
     };
-    (support.memory.is_some() || support.pids.is_some() || support.cpu.is_some()).then_some(support)
+    support.any().then_some(support)
 }
 
 /// Controllers enabled for the children of a v2 directory (tries to enable missing ones).
@@ -317,18 +343,18 @@ pub fn detect(v2_override: Option<&Path>) -> Option<CgroupSupport> {
                     %error,
                     "cgroup controller not usable; falling back to rlimits for it"
                 );
-                match controller {
-                    Controller::Memory => support.memory = None,
-                    Controller::Pids => support.pids = None,
-                    Controller::Cpu => support.cpu = None,
-                }
+                support.set(controller, None);
             }
         }
     }
-    (support.memory.is_some() || support.pids.is_some() || support.cpu.is_some()).then_some(support)
+    support.any().then_some(support)
 }
 
-fn verify_writable(parent: &Path, version: CgroupVersion, controller: Controller) -> io::Result<()> {
+fn verify_writable(
+    parent: &Path,
+    version: CgroupVersion,
+    controller: Controller,
+) -> io::Result<()> {
     let dir = parent.join(format!(
         "{RUN_PREFIX}probe-{}-{}",
         std::process::id(),
@@ -384,7 +410,10 @@ fn write_limit(
     let quota = u64::from(limits.cpu_millicores) * CPU_PERIOD_US / 1000;
     match (version, controller) {
         (CgroupVersion::V1, Controller::Memory) => {
-            fs::write(dir.join("memory.limit_in_bytes"), limits.memory_bytes.to_string())?;
+            fs::write(
+                dir.join("memory.limit_in_bytes"),
+                limits.memory_bytes.to_string(),
+            )?;
             // Also cap swap+memory when swap accounting exists (ignored otherwise).
             let _ = fs::write(
                 dir.join("memory.memsw.limit_in_bytes"),
@@ -408,6 +437,7 @@ fn write_limit(
         (CgroupVersion::V2, Controller::Cpu) => {
             fs::write(dir.join("cpu.max"), format!("{quota} {CPU_PERIOD_US}"))
         }
+        (_, Controller::Cpuacct) => Ok(()),
     }
 }
 
@@ -445,6 +475,10 @@ pub struct CgroupStats {
     pub memory_peak: Option<u64>,
     /// Peak task count.
     pub pids_peak: Option<u64>,
+    /// User CPU time of the whole run, µs.
+    pub cpu_user_us: Option<u64>,
+    /// System CPU time of the whole run, µs.
+    pub cpu_system_us: Option<u64>,
 }
 
 /// Parses `key value` lines (memory.events, memory.oom_control) for `key` (pure).
@@ -549,6 +583,24 @@ impl RunCgroup {
         if let Some(dir) = self.dir_of(Controller::Pids) {
             stats.pids_peak = read_u64(&dir.join("pids.peak"));
         }
+        match self.version {
+            CgroupVersion::V1 => {
+                if let Some(dir) = self.dir_of(Controller::Cpuacct) {
+                    stats.cpu_user_us =
+                        read_u64(&dir.join("cpuacct.usage_user")).map(|ns| ns / 1000);
+                    stats.cpu_system_us =
+                        read_u64(&dir.join("cpuacct.usage_sys")).map(|ns| ns / 1000);
+                }
+            }
+            CgroupVersion::V2 => {
+                if let Some(dir) = self.dirs.first()
+                    && let Ok(text) = fs::read_to_string(dir.join("cpu.stat"))
+                {
+                    stats.cpu_user_us = keyed_value(&text, "user_usec");
+                    stats.cpu_system_us = keyed_value(&text, "system_usec");
+                }
+            }
+        }
         stats
     }
 
@@ -634,6 +686,8 @@ mod tests {
         );
         assert_eq!(support.pids, Some(PathBuf::from("/sys/fs/cgroup/pids")));
         assert_eq!(support.cpu, Some(PathBuf::from("/sys/fs/cgroup/cpu")));
+        // cpuacct is mounted but this process's line for it is missing in the sample.
+        assert_eq!(support.cpuacct, None);
         assert_eq!(support.describe(), "cgroup_v1: memory,pids,cpu");
     }
 
@@ -647,10 +701,7 @@ mod tests {
             &mounts,
             &own,
             |dir| {
-                assert_eq!(
-                    dir,
-                    Path::new("/sys/fs/cgroup/system.slice/xmemo.service")
-                );
+                assert_eq!(dir, Path::new("/sys/fs/cgroup/system.slice/xmemo.service"));
                 vec!["memory".into(), "pids".into()]
             },
             None,
@@ -694,7 +745,10 @@ mod tests {
     fn keyed_values() {
         let v1 = "oom_kill_disable 0\nunder_oom 0\noom_kill 3\n";
         assert_eq!(keyed_value(v1, "oom_kill"), Some(3));
-        assert_eq!(keyed_value("low 0\nhigh 0\nmax 2\noom 1\noom_kill 1\n", "oom_kill"), Some(1));
+        assert_eq!(
+            keyed_value("low 0\nhigh 0\nmax 2\noom 1\noom_kill 1\n", "oom_kill"),
+            Some(1)
+        );
         assert_eq!(keyed_value("x 1\n", "oom_kill"), None);
     }
 }

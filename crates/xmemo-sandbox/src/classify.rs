@@ -28,8 +28,11 @@ pub struct Facts {
     pub timed_out: bool,
     /// The process tree was run under bubblewrap (exit codes >128 mean death by signal).
     pub bubblewrap: bool,
-    /// OOM kills counted by the memory cgroup (`None` without one).
+    /// OOM kills counted by the memory cgroup (`None` without one, or without the counter).
     pub oom_kills: Option<u64>,
+    /// The memory cgroup's peak usage reached its limit (used only when there is no OOM
+    /// counter).
+    pub memory_peak_at_limit: bool,
     /// Memory enforced by RLIMIT_AS (no memory cgroup).
     pub memory_by_rlimit: bool,
     /// stderr's last non-empty line starts with `MemoryError` (Python under RLIMIT_AS).
@@ -51,7 +54,8 @@ pub fn exit_parts(facts: &Facts) -> (Option<i32>, Option<i32>) {
 /// Classifies a run:
 /// - the watchdog fired → `timeout`;
 /// - exit 0 → `success`;
-/// - the memory cgroup counted an OOM kill → `oom`;
+/// - the memory cgroup counted an OOM kill (or, without that counter, SIGKILL with the peak
+///   usage at the limit) → `oom`;
 /// - the sandbox never ran the command → `system_error` (a missing interpreter named by the
 ///   script is `runtime_error`, like a shell's 127);
 /// - under RLIMIT_AS, Python's `MemoryError` (exit 1) → `oom` (best effort: it is the
@@ -70,6 +74,9 @@ pub fn classify(facts: &Facts) -> RunStatus {
         return RunStatus::Success;
     }
     if facts.oom_kills.is_some_and(|n| n > 0) {
+        return RunStatus::Oom;
+    }
+    if facts.oom_kills.is_none() && facts.memory_peak_at_limit && signal == Some(libc::SIGKILL) {
         return RunStatus::Oom;
     }
     if !facts.command_started {
@@ -97,6 +104,16 @@ pub fn reports_memory_error(stderr: &[u8]) -> bool {
         .is_some_and(|line| line.trim_start().starts_with("MemoryError"))
 }
 
+/// The `exit-code` bwrap reported on its `--json-status-fd` (present only when the command
+/// was executed) (pure).
+pub fn bwrap_exit_code(status: &[u8]) -> Option<i32> {
+    serde_json::Deserializer::from_slice(status)
+        .into_iter::<serde_json::Value>()
+        .map_while(Result::ok)
+        .find_map(|record| record.get("exit-code")?.as_i64())
+        .and_then(|code| i32::try_from(code).ok())
+}
+
 /// Whether bwrap's stderr says it could not execute the command (pure).
 pub fn reports_exec_failure(stderr: &[u8]) -> bool {
     String::from_utf8_lossy(stderr)
@@ -116,6 +133,7 @@ mod tests {
             timed_out: false,
             bubblewrap: true,
             oom_kills: Some(0),
+            memory_peak_at_limit: false,
             memory_by_rlimit: false,
             memory_error_reported: false,
         }
@@ -138,7 +156,10 @@ mod tests {
         assert_eq!(classify(&f), RunStatus::Timeout);
         assert_eq!(exit_parts(&f), (None, Some(9)));
         // CPU backstop.
-        assert_eq!(classify(&facts(Exit::Code(128 + libc::SIGXCPU))), RunStatus::Timeout);
+        assert_eq!(
+            classify(&facts(Exit::Code(128 + libc::SIGXCPU))),
+            RunStatus::Timeout
+        );
     }
 
     #[test]
@@ -150,6 +171,17 @@ mod tests {
         let mut f = facts(Exit::Code(0));
         f.oom_kills = Some(1);
         assert_eq!(classify(&f), RunStatus::Success);
+        // No counter: SIGKILL at the limit.
+        let mut f = facts(Exit::Code(137));
+        f.oom_kills = None;
+        f.memory_peak_at_limit = true;
+        assert_eq!(classify(&f), RunStatus::Oom);
+        f.memory_peak_at_limit = false;
+        assert_eq!(classify(&f), RunStatus::RuntimeError);
+        // With a counter reading 0, the peak alone does not make an OOM.
+        let mut f = facts(Exit::Code(137));
+        f.memory_peak_at_limit = true;
+        assert_eq!(classify(&f), RunStatus::RuntimeError);
     }
 
     #[test]
@@ -173,7 +205,19 @@ mod tests {
         f.exec_failed = true;
         assert_eq!(classify(&f), RunStatus::RuntimeError);
         assert_eq!(classify(&facts(Exit::Unknown)), RunStatus::SystemError);
-        assert!(reports_exec_failure(b"bwrap: execvp /usr/bin/node: No such file or directory\n"));
+        assert!(reports_exec_failure(
+            b"bwrap: execvp /usr/bin/node: No such file or directory\n"
+        ));
         assert!(!reports_exec_failure(b"bwrap: Can't mount proc\n"));
+    }
+
+    #[test]
+    fn bwrap_status_records() {
+        let status =
+            b"{ \"child-pid\": 11442, \"pid-namespace\": 4026532181 }\n{ \"exit-code\": 137 }\n";
+        assert_eq!(bwrap_exit_code(status), Some(137));
+        assert_eq!(bwrap_exit_code(b"{ \"child-pid\": 1 }\n"), None);
+        assert_eq!(bwrap_exit_code(b""), None);
+        assert_eq!(bwrap_exit_code(b"garbage"), None);
     }
 }

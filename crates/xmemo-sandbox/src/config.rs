@@ -58,9 +58,11 @@ impl SandboxConfig {
 
     /// Same as [`SandboxConfig::from_env`] with an injectable lookup (for tests).
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<std::ffi::OsString>) -> Self {
-        let mut config = Self::default();
-        config.allow_unsafe_local_fallback = lookup(ENV_ALLOW_UNSAFE_LOCAL_FALLBACK)
-            .is_some_and(|value| value.as_encoded_bytes() == b"1");
+        let mut config = Self {
+            allow_unsafe_local_fallback: lookup(ENV_ALLOW_UNSAFE_LOCAL_FALLBACK)
+                .is_some_and(|value| value.as_encoded_bytes() == b"1"),
+            ..Self::default()
+        };
         if let Some(path) = lookup(ENV_BWRAP).filter(|v| !v.is_empty()) {
             config.bwrap_path = Some(PathBuf::from(path));
         }

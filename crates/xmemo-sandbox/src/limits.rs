@@ -14,6 +14,8 @@ pub const SHM_BYTES: u64 = 16 << 20;
 pub const FILE_SIZE_BYTES: u64 = 64 << 20;
 /// RLIMIT_NOFILE.
 pub const OPEN_FILES: u64 = 4096;
+/// Extra RLIMIT_NPROC room when the pids cgroup is the real process limit.
+pub const NPROC_BACKSTOP_SLACK: u64 = 16;
 
 /// One `setrlimit` to apply in the child.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,6 +43,9 @@ pub struct Capabilities {
     pub dedicated_uid: bool,
     /// A seccomp filter is applied.
     pub seccomp: bool,
+    /// Under bubblewrap without a private uid: RLIMIT_NPROC can be set inside the sandbox's
+    /// user namespace (prlimit present; Linux >= 5.14 counts processes per namespace).
+    pub namespaced_nproc: bool,
 }
 
 /// Limits report plus rlimits for a run.
@@ -50,6 +55,22 @@ pub struct LimitPlan {
     pub report: LimitsReport,
     /// rlimits applied to the sandbox's first process (inherited by all).
     pub rlimits: Vec<Rlimit>,
+    /// RLIMIT_NPROC to set inside the sandbox (through `prlimit`), when that is the mechanism.
+    pub nproc_inside: Option<u64>,
+}
+
+/// Whether a kernel release (`uname -r`) counts RLIMIT_NPROC per user namespace (5.14+,
+/// "ucounts" rlimits), so that a limit set inside the sandbox ignores the server's own
+/// processes of the same uid (pure).
+pub fn kernel_counts_nproc_per_userns(release: &str) -> bool {
+    let mut parts = release
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|p| !p.is_empty())
+        .map(|p| p.parse::<u32>().unwrap_or(0));
+    match (parts.next(), parts.next()) {
+        (Some(major), Some(minor)) => (major, minor) >= (5, 14),
+        _ => false,
+    }
 }
 
 /// CPU-time backstop (RLIMIT_CPU soft limit, seconds) for a wall-clock timeout.
@@ -118,8 +139,16 @@ pub fn plan(limits: &ExecutionLimits, caps: Capabilities, isolation: Isolation) 
     };
 
     let nproc = u64::from(limits.max_processes) + u64::from(supervisors);
+    let mut nproc_inside = None;
     let processes = if caps.dedicated_uid {
-        // Backstop (or sole mechanism): the uid is private to this run.
+        // Backstop (or sole mechanism): the uid is private to this run. As a mere backstop it
+        // gets some slack, so that zombies of an earlier run of the uid (still counted until
+        // the host reaps them) never make it bite before the pids cgroup.
+        let nproc = if caps.cgroup_pids {
+            nproc + NPROC_BACKSTOP_SLACK
+        } else {
+            nproc
+        };
         rlimits.push(Rlimit {
             resource: libc::RLIMIT_NPROC,
             soft: nproc,
@@ -134,6 +163,11 @@ pub fn plan(limits: &ExecutionLimits, caps: Capabilities, isolation: Isolation) 
         }
     } else if caps.cgroup_pids {
         EnforcedLimit::new(limits.max_processes, cgroup).with_note("threads count")
+    } else if bwrap && caps.namespaced_nproc {
+        // Inside the user namespace only the sandbox's init and the script's tree count.
+        nproc_inside = Some(u64::from(limits.max_processes) + 1);
+        EnforcedLimit::new(limits.max_processes, Mechanism::Rlimit)
+            .with_note("RLIMIT_NPROC counted inside the sandbox's user namespace; threads count")
     } else {
         EnforcedLimit::new(limits.max_processes, Mechanism::Unenforced).with_note(
             "no pids cgroup and no private uid (server not root): process count not limited",
@@ -166,6 +200,7 @@ pub fn plan(limits: &ExecutionLimits, caps: Capabilities, isolation: Isolation) 
             },
         },
         rlimits,
+        nproc_inside,
     }
 }
 
@@ -174,7 +209,10 @@ mod tests {
     use super::*;
 
     fn find(plan: &LimitPlan, resource: libc::__rlimit_resource_t) -> Option<Rlimit> {
-        plan.rlimits.iter().copied().find(|r| r.resource == resource)
+        plan.rlimits
+            .iter()
+            .copied()
+            .find(|r| r.resource == resource)
     }
 
     #[test]
@@ -186,6 +224,7 @@ mod tests {
             cgroup_cpu: true,
             dedicated_uid: true,
             seccomp: true,
+            namespaced_nproc: false,
         };
         let plan = plan(&ExecutionLimits::default(), caps, Isolation::Bubblewrap);
         assert_eq!(plan.report.memory_bytes.enforced_by, Mechanism::CgroupV1);
@@ -194,9 +233,18 @@ mod tests {
         assert_eq!(plan.report.timeout_ms.enforced_by, Mechanism::Watchdog);
         assert_eq!(plan.report.timeout_ms.value, 30_000);
         assert_eq!(plan.report.syscall_filter, Mechanism::Seccomp);
-        assert_eq!(plan.report.max_output_bytes.enforced_by, Mechanism::OutputCap);
-        assert!(find(&plan, libc::RLIMIT_AS).is_none(), "no AS with a memory cgroup");
-        assert_eq!(find(&plan, libc::RLIMIT_NPROC).map(|r| r.soft), Some(34));
+        assert_eq!(
+            plan.report.max_output_bytes.enforced_by,
+            Mechanism::OutputCap
+        );
+        assert!(
+            find(&plan, libc::RLIMIT_AS).is_none(),
+            "no AS with a memory cgroup"
+        );
+        assert_eq!(
+            find(&plan, libc::RLIMIT_NPROC).map(|r| r.soft),
+            Some(34 + 16)
+        );
     }
 
     #[test]
@@ -209,12 +257,16 @@ mod tests {
         let plan = plan(&ExecutionLimits::default(), caps, Isolation::Bubblewrap);
         assert_eq!(plan.report.memory_bytes.enforced_by, Mechanism::Rlimit);
         assert_eq!(plan.report.max_processes.enforced_by, Mechanism::Rlimit);
-        assert_eq!(plan.report.cpu_millicores.enforced_by, Mechanism::Unenforced);
+        assert_eq!(
+            plan.report.cpu_millicores.enforced_by,
+            Mechanism::Unenforced
+        );
         assert_eq!(
             find(&plan, libc::RLIMIT_AS).map(|r| r.hard),
             Some(256 << 20)
         );
         assert_eq!(find(&plan, libc::RLIMIT_CPU).map(|r| r.soft), Some(65));
+        assert_eq!(find(&plan, libc::RLIMIT_NPROC).map(|r| r.soft), Some(34));
         assert_eq!(find(&plan, libc::RLIMIT_CORE).map(|r| r.hard), Some(0));
     }
 
@@ -228,6 +280,35 @@ mod tests {
         assert_eq!(plan.report.max_processes.enforced_by, Mechanism::Unenforced);
         assert_eq!(plan.report.syscall_filter, Mechanism::Unenforced);
         assert!(find(&plan, libc::RLIMIT_NPROC).is_none());
+        assert_eq!(plan.nproc_inside, None);
+    }
+
+    #[test]
+    fn not_root_bwrap_counts_inside_the_namespace() {
+        let caps = Capabilities {
+            seccomp: true,
+            namespaced_nproc: true,
+            ..Capabilities::default()
+        };
+        let plan = plan(&ExecutionLimits::default(), caps, Isolation::Bubblewrap);
+        assert_eq!(plan.report.max_processes.enforced_by, Mechanism::Rlimit);
+        assert_eq!(plan.nproc_inside, Some(33));
+        assert!(
+            find(&plan, libc::RLIMIT_NPROC).is_none(),
+            "not on the shared uid"
+        );
+        // Not for the local fallback (no namespace).
+        let plan = super::plan(&ExecutionLimits::default(), caps, Isolation::UnsafeLocal);
+        assert_eq!(plan.report.max_processes.enforced_by, Mechanism::Unenforced);
+    }
+
+    #[test]
+    fn kernel_versions() {
+        assert!(kernel_counts_nproc_per_userns("6.18.44-fc-v669"));
+        assert!(kernel_counts_nproc_per_userns("5.14.0-284.el9.x86_64"));
+        assert!(!kernel_counts_nproc_per_userns("5.10.0-21-amd64"));
+        assert!(!kernel_counts_nproc_per_userns("4.19.0"));
+        assert!(!kernel_counts_nproc_per_userns("garbage"));
     }
 
     #[test]

@@ -100,11 +100,12 @@ pub struct LimitsReport {
 /// Resource figures measured for a run (when the mechanism could measure them).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct ResourceFigures {
-    /// User CPU time of the reaped process tree (`wait4` rusage).
+    /// User CPU time of the run (cpu accounting cgroup; else, for the local fallback, the
+    /// `wait4` rusage of the reaped process tree).
     pub cpu_user_ms: Option<u64>,
-    /// System CPU time of the reaped process tree.
+    /// System CPU time of the run (same sources).
     pub cpu_system_ms: Option<u64>,
-    /// Largest resident set of any single reaped process, bytes.
+    /// Largest resident set of any single reaped process, bytes (local fallback only).
     pub max_rss_bytes: Option<u64>,
     /// Peak memory of the whole run (memory cgroup), bytes.
     pub memory_peak_bytes: Option<u64>,

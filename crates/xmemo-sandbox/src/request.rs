@@ -303,7 +303,13 @@ mod tests {
         ] {
             assert!(validate_relative_path(bad).is_err(), "{bad:?}");
         }
-        for good in ["main.py", "scripts/run.sh", ".hidden", "a b/c-d_e.py", "..a"] {
+        for good in [
+            "main.py",
+            "scripts/run.sh",
+            ".hidden",
+            "a b/c-d_e.py",
+            "..a",
+        ] {
             assert!(validate_relative_path(good).is_ok(), "{good:?}");
         }
     }

@@ -28,7 +28,7 @@ const REAP_GRACE: Duration = Duration::from_secs(10);
 const STATUS_CAP: usize = 64 * 1024;
 
 /// What the child does between `fork` and `exec` (all async-signal-safe, no allocation).
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct ChildSetup {
     /// `cgroup.procs` fds: the child writes `0` to each (moves itself in) while still root.
     pub cgroup_procs: Vec<RawFd>,
@@ -43,7 +43,6 @@ pub struct ChildSetup {
 }
 
 /// A process to start.
-#[derive(Debug)]
 pub struct Launch {
     /// Program (absolute path, or a name resolved through `env`'s PATH).
     pub program: OsString,
@@ -71,7 +70,6 @@ pub struct Captured {
 }
 
 /// What happened to a launched process.
-#[derive(Debug)]
 pub struct Finished {
     /// Exit of the spawned process.
     pub exit: Exit,
@@ -93,6 +91,12 @@ pub struct Finished {
 
 /// Applies `setup` in the child. Only async-signal-safe calls; no allocation.
 fn child_setup(setup: &ChildSetup) -> io::Result<()> {
+    // Own session and process group (pgid = pid), no controlling terminal.
+    // SAFETY: setsid has no preconditions; it cannot fail in a fresh child that is not a group
+    // leader.
+    if unsafe { libc::setsid() } < 0 {
+        return Err(io::Error::last_os_error());
+    }
     for &fd in &setup.cgroup_procs {
         // SAFETY: fd is an open cgroup.procs file inherited from the parent; "0" moves the
         // calling process.
@@ -124,6 +128,10 @@ fn child_setup(setup: &ChildSetup) -> io::Result<()> {
             }
         }
     }
+    // Nothing the server holds open leaks into the sandbox: mark every fd above stderr
+    // close-on-exec (not closed: std's exec-error pipe must live until exec), then clear the
+    // flag on the fds meant for the child.
+    mark_all_cloexec();
     for &fd in &setup.keep_fds {
         // SAFETY: fcntl on an fd the parent opened for the child.
         unsafe {
@@ -138,6 +146,72 @@ fn child_setup(setup: &ChildSetup) -> io::Result<()> {
         unsafe { crate::seccomp::install_in_child(filter)? };
     }
     Ok(())
+}
+
+/// Sets close-on-exec on every fd >= 3 (async-signal-safe).
+fn mark_all_cloexec() {
+    const CLOSE_RANGE_CLOEXEC: libc::c_uint = 1 << 2;
+    // SAFETY: close_range with the CLOEXEC flag only changes fd flags.
+    let rc = unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, CLOSE_RANGE_CLOEXEC) };
+    if rc == 0 {
+        return;
+    }
+    // Older kernels: walk the fd table up to the hard RLIMIT_NOFILE (bounded).
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes into a valid struct.
+    let max = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0 {
+        limit.rlim_max.min(1 << 20) as libc::c_int
+    } else {
+        1 << 16
+    };
+    for fd in 3..max {
+        // SAFETY: fcntl on a possibly-closed fd number is harmless (EBADF).
+        unsafe {
+            let flags = libc::fcntl(fd, libc::F_GETFD);
+            if flags >= 0 {
+                libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC);
+            }
+        }
+    }
+}
+
+type SpawnJob = (
+    std::process::Command,
+    tokio::sync::oneshot::Sender<io::Result<std::process::Child>>,
+);
+
+/// Spawns `command` from one long-lived thread. bwrap's `--die-with-parent` (PR_SET_PDEATHSIG)
+/// fires when the *thread* that forked it exits; runtime threads may come and go (blocking
+/// pools, `block_in_place`), this one lives as long as the process. Also keeps fork/exec off
+/// the async workers.
+async fn spawn_on_spawner(command: std::process::Command) -> io::Result<std::process::Child> {
+    static SPAWNER: std::sync::OnceLock<Option<std::sync::mpsc::Sender<SpawnJob>>> =
+        std::sync::OnceLock::new();
+    let spawner = SPAWNER.get_or_init(|| {
+        let (jobs, queue) = std::sync::mpsc::channel::<SpawnJob>();
+        std::thread::Builder::new()
+            .name("xmemo-sandbox-spawner".to_owned())
+            .spawn(move || {
+                for (mut command, reply) in queue {
+                    let _ = reply.send(command.spawn());
+                }
+            })
+            .ok()
+            .map(|_| jobs)
+    });
+    let Some(jobs) = spawner else {
+        let mut command = command;
+        return command.spawn();
+    };
+    let (reply, answer) = tokio::sync::oneshot::channel();
+    jobs.send((command, reply))
+        .map_err(|_| io::Error::other("sandbox spawner thread is gone"))?;
+    answer
+        .await
+        .map_err(|_| io::Error::other("sandbox spawner thread dropped the job"))?
 }
 
 fn pidfd_open(pid: libc::pid_t) -> Option<OwnedFd> {
@@ -254,17 +328,15 @@ pub async fn run(
         .current_dir(&cwd)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
+        .stderr(Stdio::piped());
     // SAFETY: the hook only makes async-signal-safe syscalls on data prepared beforehand (no
     // allocation, no locks) — see `child_setup`.
     unsafe {
         command.pre_exec(move || child_setup(&setup));
     }
     let started = Instant::now();
-    let spawned = command.spawn();
+    let spawned = spawn_on_spawner(command).await;
     drop(passed_fds);
-    drop(command);
     let mut child = match spawned {
         Ok(child) => child,
         Err(error) => {
@@ -286,7 +358,10 @@ pub async fn run(
 
     let pipes = (|| -> io::Result<_> {
         let stdin_writer = pipe::Sender::from_owned_fd(OwnedFd::from(
-            child.stdin.take().ok_or_else(|| io::Error::other("missing stdin"))?,
+            child
+                .stdin
+                .take()
+                .ok_or_else(|| io::Error::other("missing stdin"))?,
         ))?;
         Ok((
             stdin_writer,
@@ -299,8 +374,9 @@ pub async fn run(
         Ok(pipes) => pipes,
         Err(error) => {
             kill_spawned(pid, pidfd.as_ref());
-            let (exit, rusage, _) = wait_task.await.unwrap_or((Exit::Unknown, None, Instant::now()));
-            let _ = exit;
+            let (_, rusage, _) = wait_task
+                .await
+                .unwrap_or((Exit::Unknown, None, Instant::now()));
             return Finished {
                 exit: Exit::Unknown,
                 timed_out: false,
@@ -357,7 +433,7 @@ pub async fn run(
 
     let grace = tokio::time::sleep(DRAIN_GRACE);
     tokio::pin!(grace);
-    let mut outputs = async {
+    let outputs = async {
         let stdout = stdout_task.await.unwrap_or_default();
         let stderr = stderr_task.await.unwrap_or_default();
         let status = match status_task {
@@ -415,7 +491,10 @@ mod tests {
     async fn runs_a_plain_process_with_watchdog() {
         let launch = Launch {
             program: "/bin/sh".into(),
-            args: vec!["-c".into(), "read x; echo got $x; echo err >&2; exit 3".into()],
+            args: vec![
+                "-c".into(),
+                "read x; echo got $x; echo err >&2; exit 3".into(),
+            ],
             env: vec![],
             cwd: PathBuf::from("/"),
             setup: ChildSetup::default(),
@@ -445,7 +524,14 @@ mod tests {
             passed_fds: vec![],
         };
         let begin = Instant::now();
-        let finished = run(launch, vec![], Duration::from_secs(1), 1024, Arc::new(|| {})).await;
+        let finished = run(
+            launch,
+            vec![],
+            Duration::from_secs(1),
+            1024,
+            Arc::new(|| {}),
+        )
+        .await;
         assert!(finished.timed_out);
         assert_eq!(finished.exit, Exit::Signal(libc::SIGKILL));
         assert!(begin.elapsed() < Duration::from_secs(5));

@@ -113,7 +113,10 @@ mod tests {
     fn extension_wins() {
         assert_eq!(runtime_for("main.py", b"#!/bin/sh\n"), Runtime::Python3);
         assert_eq!(runtime_for("a/b/RUN.PY", b""), Runtime::Python3);
-        assert_eq!(runtime_for("run.sh", b"#!/usr/bin/python3\n"), Runtime::Bash);
+        assert_eq!(
+            runtime_for("run.sh", b"#!/usr/bin/python3\n"),
+            Runtime::Bash
+        );
         assert_eq!(runtime_for("run.bash", b""), Runtime::Bash);
     }
 
@@ -123,7 +126,10 @@ mod tests {
             runtime_for("tool", b"#!/usr/bin/env python3\nprint(1)\n"),
             shebang("/usr/bin/env", Some("python3"))
         );
-        assert_eq!(runtime_for("tool.txt", b"#!/bin/sh\n"), shebang("/bin/sh", None));
+        assert_eq!(
+            runtime_for("tool.txt", b"#!/bin/sh\n"),
+            shebang("/bin/sh", None)
+        );
         assert_eq!(
             runtime_for("x", b"#!  /bin/bash   -e -u \r\nexit"),
             shebang("/bin/bash", Some("-e -u"))
@@ -147,7 +153,10 @@ mod tests {
             Runtime::Python3.argv("/skill/main.py"),
             vec!["python3", "/skill/main.py"]
         );
-        assert_eq!(Runtime::Bash.argv("/skill/a.sh"), vec!["bash", "/skill/a.sh"]);
+        assert_eq!(
+            Runtime::Bash.argv("/skill/a.sh"),
+            vec!["bash", "/skill/a.sh"]
+        );
         assert_eq!(
             shebang("/usr/bin/env", Some("python3")).argv("/skill/t"),
             vec!["/usr/bin/env", "python3", "/skill/t"]

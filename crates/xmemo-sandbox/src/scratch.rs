@@ -42,7 +42,12 @@ impl ScratchDir {
         Ok(scratch)
     }
 
-    fn fill(&self, files: &[SandboxFile], owner: Option<(u32, u32)>, with_tmp: bool) -> io::Result<()> {
+    fn fill(
+        &self,
+        files: &[SandboxFile],
+        owner: Option<(u32, u32)>,
+        with_tmp: bool,
+    ) -> io::Result<()> {
         let skill = self.skill_dir();
         fs::create_dir(&skill)?;
         for file in files {
@@ -80,6 +85,7 @@ impl ScratchDir {
     }
 
     /// The scratch directory itself.
+    #[cfg(test)]
     pub fn root(&self) -> &Path {
         &self.root
     }
@@ -155,7 +161,12 @@ fn chown(path: &Path, owner: Option<(u32, u32)>) -> io::Result<()> {
 
 /// Chowns and chmods a tree we created (no symlinks in it): dirs get `dir_mode`, files
 /// `file_mode`. Children first, so read-only parents do not block.
-fn set_tree(path: &Path, owner: Option<(u32, u32)>, dir_mode: u32, file_mode: u32) -> io::Result<()> {
+fn set_tree(
+    path: &Path,
+    owner: Option<(u32, u32)>,
+    dir_mode: u32,
+    file_mode: u32,
+) -> io::Result<()> {
     let meta = fs::symlink_metadata(path)?;
     if meta.is_dir() {
         for entry in fs::read_dir(path)? {
@@ -217,11 +228,21 @@ mod tests {
         assert_eq!(fs::read(&main).expect("read"), b"print(1)");
         assert_eq!(fs::metadata(&main).expect("meta").mode() & 0o777, 0o400);
         assert_eq!(
-            fs::metadata(scratch.skill_dir().join("lib")).expect("meta").mode() & 0o777,
+            fs::metadata(scratch.skill_dir().join("lib"))
+                .expect("meta")
+                .mode()
+                & 0o777,
             0o500
         );
-        assert_eq!(fs::metadata(scratch.root()).expect("meta").mode() & 0o777, 0o500);
-        assert!(fs::read_to_string(scratch.passwd()).expect("passwd").contains("sandbox:x:"));
+        assert_eq!(
+            fs::metadata(scratch.root()).expect("meta").mode() & 0o777,
+            0o500
+        );
+        assert!(
+            fs::read_to_string(scratch.passwd())
+                .expect("passwd")
+                .contains("sandbox:x:")
+        );
         assert!(scratch.tmp_dir().is_dir());
         let path = scratch.root().to_path_buf();
         scratch.remove().expect("remove");

@@ -14,6 +14,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+/// Free uids examined while looking for one without any (zombie) process.
+const CLEAN_CANDIDATES: usize = 32;
+
 /// A claimed uid; on drop every process still running as it is killed and the slot freed.
 #[derive(Debug)]
 pub struct UidLease {
@@ -64,7 +67,9 @@ impl UidPool {
             lock_dir: scratch_root.join("xmemo-sandbox-uids"),
             state: Arc::new(PoolState {
                 used: Mutex::new(vec![false; count]),
-                next: Mutex::new(0),
+                // Start somewhere else in every process, so that server (and test) processes
+                // on one host do not all begin with the same uid.
+                next: Mutex::new(spread_start(count)),
             }),
         }
     }
@@ -90,8 +95,21 @@ impl UidPool {
         fs::set_permissions(&self.lock_dir, fs::Permissions::from_mode(0o700))
     }
 
-    /// Claims a free uid, or `Ok(None)` when all are taken.
+    /// Claims a free uid, or `Ok(None)` when all are taken. Prefers uids with no process at
+    /// all: a previous run's exited init may still wait, as a zombie, for the host's init to
+    /// reap it, and zombies count against RLIMIT_NPROC.
     pub fn acquire(&self) -> io::Result<Option<UidLease>> {
+        if let Some(lease) = self.acquire_pass(true, CLEAN_CANDIDATES)? {
+            return Ok(Some(lease));
+        }
+        self.acquire_pass(false, usize::MAX)
+    }
+
+    fn acquire_pass(
+        &self,
+        require_clean: bool,
+        max_candidates: usize,
+    ) -> io::Result<Option<UidLease>> {
         self.ensure_lock_dir()?;
         let count = self
             .state
@@ -109,7 +127,7 @@ impl UidPool {
             *next = (start + 1) % count;
             start
         };
-        for offset in 0..count {
+        for offset in 0..count.min(max_candidates) {
             let slot = (start + offset) % count;
             {
                 let mut used = self
@@ -127,6 +145,12 @@ impl UidPool {
                 Ok(Some(lock)) => {
                     // Leftovers of a crashed holder of this uid must not count against us.
                     reap_uid(uid);
+                    if require_clean && !processes_of_uid(uid, true).is_empty() {
+                        if let Ok(mut used) = self.state.used.lock() {
+                            used[slot] = false;
+                        }
+                        continue;
+                    }
                     return Ok(Some(UidLease {
                         uid,
                         slot,
@@ -167,17 +191,41 @@ impl UidPool {
     }
 }
 
+/// Whether /proc/<pid>/status describes a process that already exited (zombie or dead):
+/// it runs no code and only waits for its parent to reap it (pure).
+pub fn status_is_dead(status: &str) -> bool {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("State:"))
+        .is_some_and(|state| matches!(state.trim_start().chars().next(), Some('Z' | 'X')))
+}
+
 /// Parses the real, effective, saved and filesystem uids from /proc/<pid>/status (pure).
 pub fn status_uids(status: &str) -> Option<[u32; 4]> {
     let line = status.lines().find(|l| l.starts_with("Uid:"))?;
     let mut values = line["Uid:".len()..]
         .split_whitespace()
         .filter_map(|v| v.parse().ok());
-    Some([values.next()?, values.next()?, values.next()?, values.next()?])
+    Some([
+        values.next()?,
+        values.next()?,
+        values.next()?,
+        values.next()?,
+    ])
 }
 
-/// Pids of every process whose real, effective, saved or fs uid is `uid`.
-pub fn processes_of_uid(uid: u32) -> Vec<libc::pid_t> {
+fn spread_start(count: usize) -> usize {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos() as usize)
+        .unwrap_or(0);
+    (nanos ^ (std::process::id() as usize).wrapping_mul(2_654_435_761)) % count.max(1)
+}
+
+/// Pids of every process whose real, effective, saved or fs uid is `uid`; zombies only when
+/// `include_dead` (the sandbox's init is reparented to the host's init when bwrap exits and
+/// waits there, dead, to be reaped).
+pub fn processes_of_uid(uid: u32, include_dead: bool) -> Vec<libc::pid_t> {
     let Ok(entries) = fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -187,6 +235,7 @@ pub fn processes_of_uid(uid: u32) -> Vec<libc::pid_t> {
         .filter(|pid| {
             fs::read_to_string(format!("/proc/{pid}/status"))
                 .ok()
+                .filter(|s| include_dead || !status_is_dead(s))
                 .and_then(|s| status_uids(&s))
                 .is_some_and(|ids| ids.contains(&uid))
         })
@@ -198,7 +247,7 @@ pub fn processes_of_uid(uid: u32) -> Vec<libc::pid_t> {
 pub fn reap_uid(uid: u32) -> usize {
     let mut killed = 0;
     for round in 0..200 {
-        let pids = processes_of_uid(uid);
+        let pids = processes_of_uid(uid, false);
         if pids.is_empty() {
             break;
         }
@@ -224,12 +273,15 @@ mod tests {
         let status = "Name:\tsleep\nUmask:\t0022\nUid:\t200001\t200001\t200001\t200001\nGid:\t0\n";
         assert_eq!(status_uids(status), Some([200_001; 4]));
         assert_eq!(status_uids("Name: x\n"), None);
+        assert!(status_is_dead("Name:\tbwrap\nState:\tZ (zombie)\n"));
+        assert!(!status_is_dead("Name:\tsleep\nState:\tS (sleeping)\n"));
     }
 
     #[test]
     fn slots_are_exclusive_and_reused() {
         let dir = tempfile::tempdir().expect("tempdir");
         let pool = UidPool::new(400_000, 2, dir.path());
+        assert!(spread_start(2) < 2);
         let a = pool.acquire().expect("io").expect("slot a");
         let b = pool.acquire().expect("io").expect("slot b");
         assert_ne!(a.uid(), b.uid());

@@ -6,6 +6,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use xmemo_store::Store;
+use xmemo_store::postgres::{PgPoolSettings, PostgresStore};
 use xmemo_store::sqlite::SqliteStore;
 
 /// `sqlite://…` / `sqlite:…` / `postgres://…`, or `None` for SQLite in the data dir.
@@ -35,10 +36,9 @@ pub async fn open_store(
     }
 }
 
-async fn open_postgres(_url: &str) -> ServiceResult<Arc<dyn Store>> {
-    Err(ServiceError::Unavailable(
-        "the PostgreSQL backend is not built into this binary yet".into(),
-    ))
+async fn open_postgres(url: &str) -> ServiceResult<Arc<dyn Store>> {
+    let store = PostgresStore::connect_and_migrate(url, PgPoolSettings::default()).await?;
+    Ok(Arc::new(store))
 }
 
 /// Path of the bootstrap admin key file.
@@ -53,9 +53,8 @@ pub async fn bootstrap_admin(service: &Service, data_dir: &Path) -> ServiceResul
         return Ok(None);
     };
     let path = admin_key_path(data_dir);
-    write_secret_file(&path, &key.key).map_err(|e| {
-        ServiceError::Unavailable(format!("cannot write {}: {e}", path.display()))
-    })?;
+    write_secret_file(&path, &key.key)
+        .map_err(|e| ServiceError::Unavailable(format!("cannot write {}: {e}", path.display())))?;
     Ok(Some(path))
 }
 

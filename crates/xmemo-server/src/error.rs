@@ -99,7 +99,8 @@ impl ServiceError {
 impl From<ValidationError> for ServiceError {
     fn from(e: ValidationError) -> Self {
         let mut details = serde_json::json!({ "field": e.field });
-        if let (Some(limit), Some(actual), Some(obj)) = (e.limit, e.actual, details.as_object_mut()) {
+        if let (Some(limit), Some(actual), Some(obj)) = (e.limit, e.actual, details.as_object_mut())
+        {
             obj.insert("limit".into(), limit.into());
             obj.insert("actual".into(), actual.into());
         }

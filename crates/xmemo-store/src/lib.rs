@@ -5,8 +5,8 @@
 pub mod error;
 pub mod migrate;
 pub mod model;
-pub mod search;
 pub mod postgres;
+pub mod search;
 pub mod sqlite;
 
 use async_trait::async_trait;

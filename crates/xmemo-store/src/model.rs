@@ -12,7 +12,8 @@ pub fn now() -> String {
     let format = time::macros::format_description!(
         "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
     );
-    now.format(&format).unwrap_or_else(|_| now.unix_timestamp().to_string())
+    now.format(&format)
+        .unwrap_or_else(|_| now.unix_timestamp().to_string())
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -268,7 +269,10 @@ pub fn audit_entry_hash(prev_hash: &str, seq: i64, at: &str, draft: &AuditDraft)
 
 /// Checks an ordered run of audit entries; returns the seq of the first broken link.
 pub fn verify_audit_chain(entries: &[AuditEntry]) -> Result<(), i64> {
-    let mut prev = entries.first().map(|e| e.prev_hash.clone()).unwrap_or_default();
+    let mut prev = entries
+        .first()
+        .map(|e| e.prev_hash.clone())
+        .unwrap_or_default();
     for e in entries {
         let draft = AuditDraft {
             action: e.action.clone(),
@@ -287,7 +291,9 @@ pub fn verify_audit_chain(entries: &[AuditEntry]) -> Result<(), i64> {
 }
 
 /// Component type and hash as the canonical hash sees them.
-pub fn hashed_components(components: &[ComponentManifest]) -> Vec<xmemo_core::hash::HashedComponent<'_>> {
+pub fn hashed_components(
+    components: &[ComponentManifest],
+) -> Vec<xmemo_core::hash::HashedComponent<'_>> {
     components
         .iter()
         .map(|c| xmemo_core::hash::HashedComponent {

@@ -59,7 +59,10 @@ mod tests {
 
     #[test]
     fn expressions_quote_words_and_drop_syntax() {
-        assert_eq!(fts_expression("deploy  prod").as_deref(), Some("\"deploy\" OR \"prod\"*"));
+        assert_eq!(
+            fts_expression("deploy  prod").as_deref(),
+            Some("\"deploy\" OR \"prod\"*")
+        );
         assert_eq!(
             fts_expression("a\" OR NEAR(b)").as_deref(),
             Some("\"a\" OR \"or\" OR \"near\" OR \"b\"*")

@@ -37,8 +37,13 @@ async fn me(State(state): State<AppState>, Authed(p): Authed) -> ApiResult<Json<
     })))
 }
 
-async fn list_workspaces(State(state): State<AppState>, Authed(p): Authed) -> ApiResult<Json<Value>> {
-    Ok(Json(json!({ "workspaces": state.service.list_workspaces(&p).await? })))
+async fn list_workspaces(
+    State(state): State<AppState>,
+    Authed(p): Authed,
+) -> ApiResult<Json<Value>> {
+    Ok(Json(
+        json!({ "workspaces": state.service.list_workspaces(&p).await? }),
+    ))
 }
 
 async fn create_team(
@@ -55,7 +60,9 @@ async fn list_members(
     Authed(p): Authed,
     ApiPath(workspace): ApiPath<String>,
 ) -> ApiResult<Json<Value>> {
-    Ok(Json(json!({ "members": state.service.list_members(&p, &workspace).await? })))
+    Ok(Json(
+        json!({ "members": state.service.list_members(&p, &workspace).await? }),
+    ))
 }
 
 async fn put_member(
@@ -76,7 +83,10 @@ async fn remove_member(
     Authed(p): Authed,
     ApiPath((workspace, account)): ApiPath<(String, String)>,
 ) -> ApiResult<StatusCode> {
-    state.service.remove_member(&p, &workspace, &account).await?;
+    state
+        .service
+        .remove_member(&p, &workspace, &account)
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -103,7 +113,9 @@ async fn revoke_key(
 }
 
 async fn list_accounts(State(state): State<AppState>, Authed(p): Authed) -> ApiResult<Json<Value>> {
-    Ok(Json(json!({ "accounts": state.service.list_accounts(&p).await? })))
+    Ok(Json(
+        json!({ "accounts": state.service.list_accounts(&p).await? }),
+    ))
 }
 
 async fn create_account(

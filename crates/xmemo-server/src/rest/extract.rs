@@ -30,7 +30,10 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
 fn json_rejection(r: JsonRejection) -> ServiceError {
     match r {
         JsonRejection::JsonDataError(e) => ServiceError::Validation(
-            format!("request body does not match the expected shape: {}", e.body_text()),
+            format!(
+                "request body does not match the expected shape: {}",
+                e.body_text()
+            ),
             None,
         ),
         JsonRejection::JsonSyntaxError(e) => ServiceError::Validation(
@@ -45,7 +48,10 @@ fn json_rejection(r: JsonRejection) -> ServiceError {
             if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
                 ServiceError::TooLarge("request body exceeds the size limit".into(), None)
             } else {
-                ServiceError::Validation(format!("could not read the body: {}", e.body_text()), None)
+                ServiceError::Validation(
+                    format!("could not read the body: {}", e.body_text()),
+                    None,
+                )
             }
         }
         other => ServiceError::Validation(other.body_text(), None),

@@ -158,7 +158,10 @@ async fn resource(
         return Ok((
             [
                 (header::CONTENT_TYPE, manifest.media_type),
-                (header::ETAG, format!("\"sha256:{}\"", manifest.content_hash)),
+                (
+                    header::ETAG,
+                    format!("\"sha256:{}\"", manifest.content_hash),
+                ),
             ],
             Bytes::from(bytes),
         )
@@ -209,7 +212,14 @@ async fn lifecycle(
     let req: LifecycleRequest = optional_json(&body)?;
     let revision = state
         .service
-        .change_status(&p, &slug, q.workspace.as_deref(), &revision_id, action, req.note)
+        .change_status(
+            &p,
+            &slug,
+            q.workspace.as_deref(),
+            &revision_id,
+            action,
+            req.note,
+        )
         .await?;
     Ok(Json(json!({ "slug": slug, "revision": revision })))
 }
@@ -257,7 +267,6 @@ pub(super) fn optional_json<T: serde::de::DeserializeOwned + Default>(
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(T::default());
     }
-    serde_json::from_slice(body).map_err(|e| {
-        ServiceError::Validation(format!("request body is not valid: {e}"), None)
-    })
+    serde_json::from_slice(body)
+        .map_err(|e| ServiceError::Validation(format!("request body is not valid: {e}"), None))
 }

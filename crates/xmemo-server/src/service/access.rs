@@ -68,7 +68,10 @@ impl Access {
 impl Service {
     pub async fn access(&self, principal: &Principal) -> ServiceResult<Access> {
         Ok(Access {
-            memberships: self.store.memberships(&principal.account.account_id).await?,
+            memberships: self
+                .store
+                .memberships(&principal.account.account_id)
+                .await?,
         })
     }
 

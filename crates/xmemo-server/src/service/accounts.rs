@@ -5,7 +5,7 @@ use super::types::*;
 use crate::auth::{Principal, generate_key, hash_key, parse_scopes};
 use crate::error::{ServiceError, ServiceResult};
 use xmemo_core::Scope;
-use xmemo_store::{Account, ApiKey, AuditDraft, Attribution, NewAccount, NewApiKey};
+use xmemo_store::{Account, ApiKey, Attribution, AuditDraft, NewAccount, NewApiKey};
 
 /// The client profile a key connects as unless told otherwise.
 pub const DEFAULT_PROFILE: &str = "ordinary-full";
@@ -19,7 +19,8 @@ impl Service {
         agent_id: Option<String>,
         agent_instance_id: Option<String>,
     ) -> ServiceResult<Principal> {
-        let invalid = || ServiceError::AuthRequired("invalid, revoked or expired credential".into());
+        let invalid =
+            || ServiceError::AuthRequired("invalid, revoked or expired credential".into());
         if secret.is_empty() || secret.len() > 256 {
             return Err(invalid());
         }
@@ -73,22 +74,32 @@ impl Service {
         req: CreateKeyRequest,
     ) -> ServiceResult<CreatedKey> {
         let name = req.name.trim().to_string();
-        if name.is_empty() || name.chars().count() > 128 {
-            return Err(ServiceError::validation("name must be 1 to 128 characters", "name"));
+        if name.is_empty() || name.chars().count() > 128 || name.chars().any(char::is_control) {
+            return Err(ServiceError::validation(
+                "name must be 1 to 128 printable characters",
+                "name",
+            ));
         }
         let scopes = match req.scopes {
             None => principal.scopes.clone(),
             Some(list) => parse_scopes(&list.join(" "))?,
         };
         if scopes.is_empty() {
-            return Err(ServiceError::validation("at least one scope is required", "scopes"));
+            return Err(ServiceError::validation(
+                "at least one scope is required",
+                "scopes",
+            ));
         }
         if let Some(extra) = scopes.iter().find(|s| !principal.scopes.contains(s)) {
             return Err(ServiceError::PermissionDenied(format!(
                 "a key cannot grant `{extra}`, which the calling credential lacks"
             )));
         }
-        let expires_at = req.expires_at.as_deref().map(normalise_instant).transpose()?;
+        let expires_at = req
+            .expires_at
+            .as_deref()
+            .map(normalise_instant)
+            .transpose()?;
         let profile = req.profile.unwrap_or_else(|| DEFAULT_PROFILE.to_string());
         xmemo_core::validate_slug("profile", &profile)?;
         let generated = generate_key();
@@ -116,7 +127,10 @@ impl Service {
 
     pub async fn list_keys(&self, principal: &Principal) -> ServiceResult<Vec<ApiKey>> {
         principal.require(Scope::Read)?;
-        Ok(self.store.list_api_keys(&principal.account.account_id).await?)
+        Ok(self
+            .store
+            .list_api_keys(&principal.account.account_id)
+            .await?)
     }
 
     pub async fn revoke_key(&self, principal: &Principal, key_id: &str) -> ServiceResult<()> {
@@ -129,7 +143,9 @@ impl Service {
         {
             Ok(())
         } else {
-            Err(ServiceError::NotFound(format!("key `{key_id}` not found or already revoked")))
+            Err(ServiceError::NotFound(format!(
+                "key `{key_id}` not found or already revoked"
+            )))
         }
     }
 
@@ -145,7 +161,8 @@ impl Service {
                 "only server administrators create accounts".into(),
             ));
         }
-        self.create_account_unchecked(req, principal.attribution()).await
+        self.create_account_unchecked(req, principal.attribution())
+            .await
     }
 
     pub async fn list_accounts(&self, principal: &Principal) -> ServiceResult<Vec<Account>> {
@@ -227,14 +244,17 @@ impl Service {
 
     /// Operator-side account creation (`xmemo admin account create`), no admin check.
     pub async fn admin_create_account(&self, req: CreateAccountRequest) -> ServiceResult<Account> {
-        self.create_account_unchecked(req, Attribution::default()).await
+        self.create_account_unchecked(req, Attribution::default())
+            .await
     }
 }
 
 /// Accepts an RFC 3339 instant and stores it in the store's own UTC millisecond format.
 fn normalise_instant(text: &str) -> ServiceResult<String> {
     let parsed = time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339)
-        .map_err(|e| ServiceError::validation(format!("expires_at is not RFC 3339: {e}"), "expires_at"))?;
+        .map_err(|e| {
+            ServiceError::validation(format!("expires_at is not RFC 3339: {e}"), "expires_at")
+        })?;
     let utc = parsed.to_offset(time::UtcOffset::UTC);
     let format = time::macros::format_description!(
         "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"

@@ -212,11 +212,17 @@ impl Service {
         } else {
             AssetStatus::Active
         };
-        let action = if archived { "skill.archive" } else { "skill.restore" };
+        let action = if archived {
+            "skill.archive"
+        } else {
+            "skill.restore"
+        };
         let audit = AuditDraft::new(action, &principal.attribution())
             .workspace(&ws.workspace_id)
             .skill(&skill.skill_id)
-            .details(serde_json::json!({"from": skill.asset_status, "to": status, "reason": reason}));
+            .details(
+                serde_json::json!({"from": skill.asset_status, "to": status, "reason": reason}),
+            );
         let skill = self
             .store
             .set_asset_status(&skill.skill_id, status, audit)

@@ -8,7 +8,10 @@ use xmemo_core::{Role, Scope, WorkspaceKind};
 use xmemo_store::{AuditDraft, Member, NewTeam};
 
 impl Service {
-    pub async fn list_workspaces(&self, principal: &Principal) -> ServiceResult<Vec<WorkspaceView>> {
+    pub async fn list_workspaces(
+        &self,
+        principal: &Principal,
+    ) -> ServiceResult<Vec<WorkspaceView>> {
         principal.require(Scope::Read)?;
         let access = self.access(principal).await?;
         Ok(access
@@ -125,7 +128,9 @@ impl Service {
         let target = self.find_account(account).await?;
         let members = self.store.list_members(&ws.workspace_id).await?;
         let Some(current) = members.iter().find(|x| x.account_id == target.account_id) else {
-            return Err(ServiceError::NotFound(format!("`{account}` is not a member")));
+            return Err(ServiceError::NotFound(format!(
+                "`{account}` is not a member"
+            )));
         };
         if current.role == Role::Owner {
             if m.role != Role::Owner {
@@ -159,7 +164,10 @@ impl Service {
         Ok(())
     }
 
-    pub(crate) async fn find_account(&self, handle_or_id: &str) -> ServiceResult<xmemo_store::Account> {
+    pub(crate) async fn find_account(
+        &self,
+        handle_or_id: &str,
+    ) -> ServiceResult<xmemo_store::Account> {
         let found = if handle_or_id.starts_with("acct_") {
             self.store.get_account(handle_or_id).await?
         } else {

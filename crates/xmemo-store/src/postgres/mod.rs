@@ -96,11 +96,16 @@ impl PostgresStore {
     /// schema. An invalid URL or an unreachable / refusing server is
     /// [`StoreError::Unavailable`], with a message that never contains the password.
     pub async fn connect(url: &str, settings: PgPoolSettings) -> StoreResult<Self> {
+        let scheme = url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
+        if !matches!(scheme.as_deref(), Some("postgres" | "postgresql")) {
+            return Err(StoreError::Unavailable(
+                "not a PostgreSQL URL: expected postgres://user:password@host:port/database".into(),
+            ));
+        }
+        // Messages name the target from the parsed options (never the URL text itself), and
+        // are scrubbed of the URL's passwords all the same.
         let options = PgConnectOptions::from_str(url).map_err(|e| {
-            StoreError::Unavailable(scrub(
-                &format!("invalid PostgreSQL URL {}: {e}", redact_url(url)),
-                url,
-            ))
+            StoreError::Unavailable(scrub(&format!("invalid PostgreSQL URL: {e}"), url))
         })?;
         Self::connect_with(options, settings)
             .await
@@ -119,8 +124,11 @@ impl PostgresStore {
         let target = describe(&options);
         // One direct attempt first: the pool would retry until its acquire timeout and then
         // report only "timed out", hiding the cause (refused, unknown database, bad password).
-        match tokio::time::timeout(settings.connect_timeout, PgConnection::connect_with(&options))
-            .await
+        match tokio::time::timeout(
+            settings.connect_timeout,
+            PgConnection::connect_with(&options),
+        )
+        .await
         {
             Err(_) => {
                 return Err(StoreError::Unavailable(format!(
@@ -144,6 +152,16 @@ impl PostgresStore {
             .acquire_timeout(settings.acquire_timeout)
             .idle_timeout(settings.idle_timeout)
             .max_lifetime(settings.max_lifetime)
+            .after_connect(|conn, _meta| {
+                Box::pin(async move {
+                    // Stop-word-only text searches and `IF NOT EXISTS` raise NOTICEs, which
+                    // sqlx would log at INFO on every occurrence.
+                    sqlx::raw_sql("SET client_min_messages = warning")
+                        .execute(conn)
+                        .await?;
+                    Ok(())
+                })
+            })
             .connect_lazy_with(options);
         Ok(Self { pool })
     }
@@ -178,12 +196,9 @@ impl PostgresStore {
             if applied.contains(&m.version) {
                 continue;
             }
-            sqlx::raw_sql(m.sql)
-                .execute(&mut *tx)
-                .await
-                .map_err(|e| {
-                    StoreError::Internal(format!("migration {} ({}) failed: {e}", m.version, m.name))
-                })?;
+            sqlx::raw_sql(m.sql).execute(&mut *tx).await.map_err(|e| {
+                StoreError::Internal(format!("migration {} ({}) failed: {e}", m.version, m.name))
+            })?;
             sqlx::query(
                 "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)",
             )
@@ -193,7 +208,11 @@ impl PostgresStore {
             .execute(&mut *tx)
             .await
             .map_err(pg)?;
-            tracing::info!(version = m.version, name = m.name, "applied postgres migration");
+            tracing::info!(
+                version = m.version,
+                name = m.name,
+                "applied postgres migration"
+            );
         }
         tx.commit().await.map_err(pg)?;
         Ok(())
@@ -255,10 +274,7 @@ fn pg(err: sqlx::Error) -> StoreError {
     {
         let code = code.as_ref();
         if code == "40001" || code == "40P01" {
-            return StoreError::Conflict(format!(
-                "concurrent update, try again: {}",
-                db.message()
-            ));
+            return StoreError::Conflict(format!("concurrent update, try again: {}", db.message()));
         }
         if code.starts_with("08") || matches!(code, "57P01" | "57P02" | "57P03" | "53300") {
             return StoreError::Unavailable(db.message().to_string());
@@ -283,41 +299,72 @@ fn describe(options: &PgConnectOptions) -> String {
         Some(socket) => socket.display().to_string(),
         None => format!("{}:{}", options.get_host(), options.get_port()),
     };
-    format!(
-        "postgres://{}@{host}/{database}",
-        options.get_username()
-    )
+    format!("postgres://{}@{host}/{database}", options.get_username())
 }
 
-/// The URL with its password (userinfo or `password=` query parameter) replaced by `***`.
-pub fn redact_url(url: &str) -> String {
-    let (head, query) = match url.split_once('?') {
+/// The parts of a connection URL that matter for redaction. The userinfo runs to the *last*
+/// `@`, so a password with an unencoded `/`, `?` or `@` is still recognised as one (erring on
+/// the side of hiding too much).
+struct UrlParts<'a> {
+    scheme: Option<&'a str>,
+    user: Option<&'a str>,
+    password: Option<&'a str>,
+    host_and_path: &'a str,
+    query: Option<&'a str>,
+}
+
+fn url_parts(url: &str) -> UrlParts<'_> {
+    let (scheme, rest) = match url.split_once("://") {
+        Some((s, r)) => (Some(s), r),
+        None => (None, url),
+    };
+    let (userinfo, after) = match rest.rfind('@') {
+        Some(at) => (Some(&rest[..at]), &rest[at + 1..]),
+        None => (None, rest),
+    };
+    let (user, password) = match userinfo {
+        Some(u) => match u.split_once(':') {
+            Some((user, password)) => (Some(user), Some(password)),
+            None => (Some(u), None),
+        },
+        None => (None, None),
+    };
+    let (host_and_path, query) = match after.split_once('?') {
         Some((h, q)) => (h, Some(q)),
-        None => (url, None),
+        None => (after, None),
     };
-    let mut out = match head.split_once("://") {
-        Some((scheme, rest)) => {
-            let (authority, path) = match rest.find('/') {
-                Some(i) => rest.split_at(i),
-                None => (rest, ""),
-            };
-            let authority = match authority.rsplit_once('@') {
-                Some((userinfo, host)) => match userinfo.split_once(':') {
-                    Some((user, _password)) => format!("{user}:***@{host}"),
-                    None => format!("{userinfo}@{host}"),
-                },
-                None => authority.to_string(),
-            };
-            format!("{scheme}://{authority}{path}")
+    UrlParts {
+        scheme,
+        user,
+        password,
+        host_and_path,
+        query,
+    }
+}
+
+/// The URL with its password (userinfo or `password=` query parameter) replaced by `***`,
+/// for logs and messages.
+pub fn redact_url(url: &str) -> String {
+    let p = url_parts(url);
+    let mut out = String::new();
+    if let Some(scheme) = p.scheme {
+        out.push_str(scheme);
+        out.push_str("://");
+    }
+    if let Some(user) = p.user {
+        out.push_str(user);
+        if p.password.is_some() {
+            out.push_str(":***");
         }
-        None => head.to_string(),
-    };
-    if let Some(query) = query {
+        out.push('@');
+    }
+    out.push_str(p.host_and_path);
+    if let Some(query) = p.query {
         let params: Vec<String> = query
             .split('&')
-            .map(|p| match p.split_once('=') {
+            .map(|kv| match kv.split_once('=') {
                 Some((k, _)) if k.eq_ignore_ascii_case("password") => format!("{k}=***"),
-                _ => p.to_string(),
+                _ => kv.to_string(),
             })
             .collect();
         out.push('?');
@@ -328,22 +375,11 @@ pub fn redact_url(url: &str) -> String {
 
 /// The passwords a URL carries, raw and percent-decoded.
 fn url_secrets(url: &str) -> Vec<String> {
-    let mut secrets = Vec::new();
-    let (head, query) = match url.split_once('?') {
-        Some((h, q)) => (h, Some(q)),
-        None => (url, None),
-    };
-    if let Some((_, rest)) = head.split_once("://") {
-        let authority = rest.split('/').next().unwrap_or_default();
-        if let Some((userinfo, _)) = authority.rsplit_once('@')
-            && let Some((_, password)) = userinfo.split_once(':')
-        {
-            secrets.push(password.to_string());
-        }
-    }
-    if let Some(query) = query {
-        for p in query.split('&') {
-            if let Some((k, v)) = p.split_once('=')
+    let p = url_parts(url);
+    let mut secrets: Vec<String> = p.password.map(str::to_string).into_iter().collect();
+    if let Some(query) = p.query {
+        for kv in query.split('&') {
+            if let Some((k, v)) = kv.split_once('=')
                 && k.eq_ignore_ascii_case("password")
             {
                 secrets.push(v.to_string());
@@ -386,29 +422,30 @@ fn scrub(message: &str, url: &str) -> String {
     out
 }
 
-/// The Level 0 query as `to_tsquery` text: any of the words, the last one as a prefix.
-/// Words are letters and digits only (`crate::search::terms`), quoted, so no tsquery syntax
-/// from the input survives; the text is passed as a bound parameter.
-pub(crate) fn tsquery_text(query: &str) -> Option<String> {
+/// The Level 0 query as two `to_tsquery` texts, ORed together by the search: every word as
+/// typed ('simple' config), the last one as a prefix for search-as-you-type; and the words but
+/// the last for the stemmed ('english') index, which is how SQLite's porter tokenizer treats
+/// them (its prefix term is not stemmed). Words are letters and digits only
+/// (`crate::search::terms`), single-quoted, so no tsquery syntax from the input survives; both
+/// texts are passed as bound parameters. `None` when the query has no word.
+pub(crate) struct TsQueries {
+    pub plain: String,
+    pub stemmed: String,
+}
+
+pub(crate) fn tsqueries(query: &str) -> Option<TsQueries> {
     let terms: Vec<String> = crate::search::terms(query)
         .into_iter()
         .filter(|t| t.chars().all(char::is_alphanumeric))
         .collect();
-    let last = terms.len().checked_sub(1)?;
-    Some(
-        terms
-            .iter()
-            .enumerate()
-            .map(|(i, t)| {
-                if i == last {
-                    format!("'{t}':*")
-                } else {
-                    format!("'{t}'")
-                }
-            })
-            .collect::<Vec<_>>()
-            .join(" | "),
-    )
+    let (last, rest) = terms.split_last()?;
+    let quoted: Vec<String> = rest.iter().map(|t| format!("'{t}'")).collect();
+    let mut plain = quoted.clone();
+    plain.push(format!("'{last}':*"));
+    Some(TsQueries {
+        plain: plain.join(" | "),
+        stemmed: quoted.join(" | "),
+    })
 }
 
 async fn append_audit_tx(tx: &mut Tx, draft: &AuditDraft) -> StoreResult<()> {
@@ -498,7 +535,11 @@ async fn revision_tx(tx: &mut Tx, revision_id: &str) -> StoreResult<Revision> {
 }
 
 /// Locks the skill row of this slug, if the skill exists.
-async fn lock_skill_by_slug(tx: &mut Tx, workspace_id: &str, slug: &str) -> StoreResult<Option<String>> {
+async fn lock_skill_by_slug(
+    tx: &mut Tx,
+    workspace_id: &str,
+    slug: &str,
+) -> StoreResult<Option<String>> {
     sqlx::query_scalar(
         "SELECT skill_id FROM skills WHERE workspace_id = $1 AND slug = $2 FOR NO KEY UPDATE",
     )
@@ -511,10 +552,6 @@ async fn lock_skill_by_slug(tx: &mut Tx, workspace_id: &str, slug: &str) -> Stor
 
 fn to_i64(n: u64, what: &str) -> StoreResult<i64> {
     i64::try_from(n).map_err(|_| StoreError::Internal(format!("{what} {n} out of range")))
-}
-
-fn parse<T: FromStr<Err = String>>(row: &PgRow, column: &str) -> StoreResult<T> {
-    parse_text(row, column)
 }
 
 #[async_trait]
@@ -681,7 +718,7 @@ impl Store for PostgresStore {
             .map(|r| {
                 Ok(Membership {
                     workspace: workspace_from_row(r)?,
-                    role: parse(r, "role")?,
+                    role: parse_text(r, "role")?,
                 })
             })
             .collect()
@@ -703,7 +740,7 @@ impl Store for PostgresStore {
                     account_id: r.try_get("account_id")?,
                     handle: r.try_get("handle")?,
                     display_name: r.try_get("display_name")?,
-                    role: parse(r, "role")?,
+                    role: parse_text(r, "role")?,
                     added_at: r.try_get("added_at")?,
                 })
             })
@@ -741,16 +778,15 @@ impl Store for PostgresStore {
         audit: AuditDraft,
     ) -> StoreResult<bool> {
         let mut tx = self.begin().await?;
-        let done = sqlx::query(
-            "DELETE FROM memberships WHERE workspace_id = $1 AND account_id = $2",
-        )
-        .bind(workspace_id)
-        .bind(account_id)
-        .execute(&mut *tx)
-        .await
-        .map_err(pg)?
-        .rows_affected()
-            > 0;
+        let done =
+            sqlx::query("DELETE FROM memberships WHERE workspace_id = $1 AND account_id = $2")
+                .bind(workspace_id)
+                .bind(account_id)
+                .execute(&mut *tx)
+                .await
+                .map_err(pg)?
+                .rows_affected()
+                > 0;
         if done {
             append_audit_tx(&mut tx, &audit).await?;
         }
@@ -786,7 +822,8 @@ impl Store for PostgresStore {
             .await
             .map_err(pg)?;
         let mut audit = audit;
-        audit.details = serde_json::json!({"key_id": key.key_id, "scopes": key.scopes, "profile": key.profile});
+        audit.details =
+            serde_json::json!({"key_id": key.key_id, "scopes": key.scopes, "profile": key.profile});
         append_audit_tx(&mut tx, &audit).await?;
         tx.commit().await.map_err(pg)?;
         Ok(key)
@@ -958,7 +995,9 @@ impl Store for PostgresStore {
                 id
             }
             (None, None) => {
-                return Err(StoreError::Internal("skill neither found nor created".into()));
+                return Err(StoreError::Internal(
+                    "skill neither found nor created".into(),
+                ));
             }
         };
 
@@ -1193,16 +1232,15 @@ impl Store for PostgresStore {
         audit: AuditDraft,
     ) -> StoreResult<Skill> {
         let mut tx = self.begin().await?;
-        let changed = sqlx::query(
-            "UPDATE skills SET asset_status = $1, updated_at = $2 WHERE skill_id = $3",
-        )
-        .bind(status.as_str())
-        .bind(now())
-        .bind(skill_id)
-        .execute(&mut *tx)
-        .await
-        .map_err(pg)?
-        .rows_affected();
+        let changed =
+            sqlx::query("UPDATE skills SET asset_status = $1, updated_at = $2 WHERE skill_id = $3")
+                .bind(status.as_str())
+                .bind(now())
+                .bind(skill_id)
+                .execute(&mut *tx)
+                .await
+                .map_err(pg)?
+                .rows_affected();
         if changed == 0 {
             return Err(StoreError::NotFound(format!("skill {skill_id}")));
         }
@@ -1214,7 +1252,7 @@ impl Store for PostgresStore {
     }
 
     async fn search(&self, query: &SearchQuery) -> StoreResult<Vec<Descriptor>> {
-        let Some(tsquery) = tsquery_text(&query.text) else {
+        let Some(tsquery) = tsqueries(&query.text) else {
             return Ok(vec![]);
         };
         if query.workspace_ids.is_empty() {
@@ -1222,22 +1260,26 @@ impl Store for PostgresStore {
         }
         let exact = crate::search::exact_key(&query.text);
         // Exact slug or name matches first, then cover density (slug A=1.0, name B=0.5,
-        // description C=0.1, like SQLite's 10/5/1 BM25 column weights), then slug. The query
-        // is matched both as plain words and stemmed ('english'), as the index holds both.
+        // description C=0.1, like SQLite's 10/5/1 BM25 column weights; divided by the document
+        // length, as BM25 favours short documents), then slug. The index holds every text both
+        // as plain words and stemmed ('english'); see `tsqueries`.
         let rows = sqlx::query(
             "SELECT s.skill_id, s.workspace_id, s.slug, f.name, f.description,
                     (s.slug = $1 OR lower(f.name) = $2) AS exact,
-                    ts_rank_cd('{0.0, 0.1, 0.5, 1.0}'::float4[], f.document, q.query)::float8 AS rank
+                    ts_rank_cd('{0.0, 0.1, 0.5, 1.0}'::float4[], f.document, q.query, 2)::float8 AS rank
              FROM skill_search f
              JOIN skills s ON s.skill_id = f.skill_id
-             CROSS JOIN (SELECT to_tsquery('simple'::regconfig, $3) || to_tsquery('english'::regconfig, $3) AS query) q
-             WHERE f.document @@ q.query AND f.workspace_id = ANY($4)
+             CROSS JOIN (SELECT CASE WHEN $4 = '' THEN to_tsquery('simple'::regconfig, $3)
+                          ELSE to_tsquery('simple'::regconfig, $3) || to_tsquery('english'::regconfig, $4)
+                     END AS query) q
+             WHERE f.document @@ q.query AND f.workspace_id = ANY($5)
              ORDER BY exact DESC, rank DESC, s.slug ASC
-             LIMIT $5",
+             LIMIT $6",
         )
         .bind(&exact.slug)
         .bind(&exact.name)
-        .bind(&tsquery)
+        .bind(&tsquery.plain)
+        .bind(&tsquery.stemmed)
         .bind(&query.workspace_ids)
         .bind(i64::from(query.limit))
         .fetch_all(&self.pool)
@@ -1318,13 +1360,15 @@ mod tests {
 
     #[test]
     fn tsquery_quotes_words_and_prefixes_the_last() {
-        assert_eq!(tsquery_text("deploy  prod").as_deref(), Some("'deploy' | 'prod':*"));
-        assert_eq!(
-            tsquery_text("a' OR NEAR(b) & !c:*").as_deref(),
-            Some("'a' | 'or' | 'near' | 'b' | 'c':*")
-        );
-        assert_eq!(tsquery_text("  -- ** ' \" "), None);
-        assert_eq!(tsquery_text("Über"), Some("'über':*".into()));
+        let q = tsqueries("deploy  prod").unwrap();
+        assert_eq!(q.plain, "'deploy' | 'prod':*");
+        assert_eq!(q.stemmed, "'deploy'");
+        let q = tsqueries("a' OR NEAR(b) & !c:*").unwrap();
+        assert_eq!(q.plain, "'a' | 'or' | 'near' | 'b' | 'c':*");
+        assert_eq!(q.stemmed, "'a' | 'or' | 'near' | 'b'");
+        assert!(tsqueries("  -- ** ' \" ").is_none());
+        let q = tsqueries("Über").unwrap();
+        assert_eq!((q.plain.as_str(), q.stemmed.as_str()), ("'über':*", ""));
     }
 
     #[test]
@@ -1339,6 +1383,10 @@ mod tests {
         );
         assert_eq!(redact_url("postgres://db/xmemo"), "postgres://db/xmemo");
         assert_eq!(redact_url("garbage"), "garbage");
+        assert_eq!(
+            redact_url("postgres://app:pa/ss?w@rd@db:5432/x?sslmode=disable"),
+            "postgres://app:***@db:5432/x?sslmode=disable"
+        );
     }
 
     #[test]

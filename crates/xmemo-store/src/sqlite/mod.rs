@@ -103,14 +103,20 @@ impl SqliteStore {
             for stmt in statements(m.sql) {
                 sqlx::query(AssertSqlSafe(stmt)).execute(&mut *tx).await?;
             }
-            sqlx::query("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)")
-                .bind(m.version)
-                .bind(m.name)
-                .bind(now())
-                .execute(&mut *tx)
-                .await?;
+            sqlx::query(
+                "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+            )
+            .bind(m.version)
+            .bind(m.name)
+            .bind(now())
+            .execute(&mut *tx)
+            .await?;
             tx.commit().await?;
-            tracing::info!(version = m.version, name = m.name, "applied sqlite migration");
+            tracing::info!(
+                version = m.version,
+                name = m.name,
+                "applied sqlite migration"
+            );
         }
         Ok(())
     }
@@ -345,10 +351,12 @@ impl Store for SqliteStore {
     }
 
     async fn find_team_by_handle(&self, handle: &str) -> StoreResult<Option<Workspace>> {
-        let row = sqlx::query(sql!("{WORKSPACE_SELECT} WHERE handle = ? AND kind = 'team'"))
-            .bind(handle)
-            .fetch_optional(&self.reader)
-            .await?;
+        let row = sqlx::query(sql!(
+            "{WORKSPACE_SELECT} WHERE handle = ? AND kind = 'team'"
+        ))
+        .bind(handle)
+        .fetch_optional(&self.reader)
+        .await?;
         row.map(|r| workspace_from_row(&r)).transpose()
     }
 
@@ -464,7 +472,8 @@ impl Store for SqliteStore {
             .execute(&mut *tx)
             .await?;
         let mut audit = audit;
-        audit.details = serde_json::json!({"key_id": key.key_id, "scopes": key.scopes, "profile": key.profile});
+        audit.details =
+            serde_json::json!({"key_id": key.key_id, "scopes": key.scopes, "profile": key.profile});
         append_audit_tx(&mut tx, &audit).await?;
         tx.commit().await?;
         Ok(key)
@@ -813,15 +822,14 @@ impl Store for SqliteStore {
         audit: AuditDraft,
     ) -> StoreResult<Skill> {
         let mut tx = self.begin().await?;
-        let changed = sqlx::query(
-            "UPDATE skills SET asset_status = ?, updated_at = ? WHERE skill_id = ?",
-        )
-        .bind(status.as_str())
-        .bind(now())
-        .bind(skill_id)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
+        let changed =
+            sqlx::query("UPDATE skills SET asset_status = ?, updated_at = ? WHERE skill_id = ?")
+                .bind(status.as_str())
+                .bind(now())
+                .bind(skill_id)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
         if changed == 0 {
             return Err(StoreError::NotFound(format!("skill {skill_id}")));
         }

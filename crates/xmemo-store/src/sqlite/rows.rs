@@ -104,7 +104,11 @@ pub fn revision_from_rows(r: &SqliteRow, components: &[SqliteRow]) -> StoreResul
     let metadata: String = r.try_get("metadata")?;
     let metadata = match serde_json::from_str(&metadata) {
         Ok(serde_json::Value::Object(m)) => m,
-        _ => return Err(StoreError::Internal("revision metadata is not an object".into())),
+        _ => {
+            return Err(StoreError::Internal(
+                "revision metadata is not an object".into(),
+            ));
+        }
     };
     Ok(Revision {
         revision_id: r.try_get("revision_id")?,
@@ -149,8 +153,7 @@ pub fn audit_from_row(r: &SqliteRow) -> StoreResult<AuditEntry> {
         workspace_id: r.try_get("workspace_id")?,
         skill_id: r.try_get("skill_id")?,
         revision_id: r.try_get("revision_id")?,
-        details: serde_json::from_str(&details)
-            .map_err(|e| StoreError::Internal(e.to_string()))?,
+        details: serde_json::from_str(&details).map_err(|e| StoreError::Internal(e.to_string()))?,
         prev_hash: r.try_get("prev_hash")?,
         entry_hash: r.try_get("entry_hash")?,
     })

@@ -1,0 +1,174 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use xmemo_sandbox::{ExecutionLimits, RunRequest, SandboxConfig, SandboxEngine, SandboxFile};
+
+/// True when the tests run in CI (`CI=true`): a missing bubblewrap then fails the test.
+pub fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true")
+}
+
+/// Whether a bare bubblewrap sandbox can run on this machine at all (independently of the
+/// engine), so that an engine bug is never mistaken for a machine without bubblewrap.
+fn bare_bwrap_works() -> Result<(), String> {
+    let status = Command::new("bwrap")
+        .args([
+            "--unshare-all",
+            "--unshare-user",
+            "--ro-bind",
+            "/usr",
+            "/usr",
+            "--symlink",
+            "usr/bin",
+            "/bin",
+            "--symlink",
+            "usr/lib",
+            "/lib",
+            "--symlink",
+            "usr/lib64",
+            "/lib64",
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "--",
+            "/usr/bin/true",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .map_err(|e| format!("cannot run bwrap: {e}"))?;
+    if status.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "bare bwrap failed: {}",
+            String::from_utf8_lossy(&status.stderr).trim()
+        ))
+    }
+}
+
+/// An engine with bubblewrap available, or `None` (after printing why) when bubblewrap
+/// cannot run on this machine. In CI a missing bubblewrap fails instead of skipping. If bare
+/// bubblewrap works but the engine says unavailable, that is an engine bug: fail.
+pub async fn engine_with(config: SandboxConfig) -> Option<SandboxEngine> {
+    let engine = SandboxEngine::new(config).await;
+    let state = engine.state();
+    if state.available {
+        return Some(engine);
+    }
+    match bare_bwrap_works() {
+        Ok(()) => panic!(
+            "bubblewrap works on this machine but the engine reports unavailable: {}",
+            state.reason
+        ),
+        Err(why) => {
+            if in_ci() {
+                panic!(
+                    "CI=true and bubblewrap cannot run: {} ({why})",
+                    state.reason
+                );
+            }
+            eprintln!(
+                "SKIPPED: bubblewrap cannot run on this machine: {} ({why})",
+                state.reason
+            );
+            None
+        }
+    }
+}
+
+/// [`engine_with`] the default configuration.
+pub async fn engine() -> Option<SandboxEngine> {
+    engine_with(SandboxConfig::default()).await
+}
+
+/// A request running `source` as `name`.
+pub fn script(name: &str, source: &str) -> RunRequest {
+    RunRequest {
+        files: vec![SandboxFile {
+            path: name.to_owned(),
+            bytes: source.as_bytes().to_vec(),
+        }],
+        entry: name.to_owned(),
+        stdin: b"{}".to_vec(),
+        limits: ExecutionLimits {
+            timeout: Duration::from_secs(20),
+            ..ExecutionLimits::default()
+        },
+    }
+}
+
+/// A python request.
+pub fn py(source: &str) -> RunRequest {
+    script("main.py", source)
+}
+
+/// Pids of host processes whose command line contains `marker`.
+pub fn processes_with(marker: &str) -> Vec<u32> {
+    let me = std::process::id();
+    std::fs::read_dir("/proc")
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+                .filter(|pid| *pid != me)
+                .filter(|pid| {
+                    std::fs::read(format!("/proc/{pid}/cmdline"))
+                        .map(|c| {
+                            String::from_utf8_lossy(&c)
+                                .replace('\0', " ")
+                                .contains(marker)
+                        })
+                        .unwrap_or(false)
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Host processes running as `uid` (real, effective, saved or fs).
+pub fn processes_of_uid(uid: u32) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+                .filter(|pid| {
+                    std::fs::read_to_string(format!("/proc/{pid}/status"))
+                        .ok()
+                        .and_then(|s| {
+                            s.lines().find(|l| l.starts_with("Uid:")).map(|l| {
+                                l[4..]
+                                    .split_whitespace()
+                                    .any(|v| v.parse::<u32>().ok() == Some(uid))
+                            })
+                        })
+                        .unwrap_or(false)
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// VmRSS of this process in KiB.
+pub fn vm_rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// Whether `dir` exists and is non-empty.
+pub fn dir_has_entries(dir: &Path) -> bool {
+    std::fs::read_dir(dir).is_ok_and(|mut d| d.next().is_some())
+}

@@ -1,0 +1,167 @@
+//! A real server on port 0 over a fresh SQLite database, plus helpers to talk to it.
+#![allow(dead_code)]
+
+use reqwest::{Client, Method, StatusCode};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use xmemo_server::Service;
+use xmemo_server::app::{build_app, serve};
+use xmemo_server::rest::ServerInfo;
+use xmemo_server::service::types::{CreateAccountRequest, CreateKeyRequest};
+use xmemo_store::Store;
+use xmemo_store::sqlite::SqliteStore;
+
+pub struct TestServer {
+    pub url: String,
+    pub service: Service,
+    pub store: Arc<dyn Store>,
+    pub admin_key: String,
+    pub http: Client,
+    _dir: tempfile::TempDir,
+}
+
+impl TestServer {
+    pub async fn start() -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store: Arc<dyn Store> = Arc::new(
+            SqliteStore::open(&dir.path().join("xmemo.db"))
+                .await
+                .expect("open sqlite"),
+        );
+        let service = Service::new(store.clone());
+        let key_path = xmemo_server::bootstrap::bootstrap_admin(&service, dir.path())
+            .await
+            .expect("bootstrap")
+            .expect("fresh database bootstraps");
+        let admin_key = std::fs::read_to_string(key_path)
+            .expect("admin key file")
+            .trim()
+            .to_string();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let url = format!("http://{addr}");
+        let app = build_app(
+            service.clone(),
+            ServerInfo {
+                public_url: url.clone(),
+                version: "test",
+            },
+        );
+        tokio::spawn(serve(listener, app, std::future::pending()));
+        Self {
+            url,
+            service,
+            store,
+            admin_key,
+            http: Client::new(),
+            _dir: dir,
+        }
+    }
+
+    /// A new account with a key of the given scopes; returns the key.
+    pub async fn account(&self, handle: &str, scopes: &[&str]) -> String {
+        let account = self
+            .service
+            .admin_create_account(CreateAccountRequest {
+                handle: handle.into(),
+                display_name: None,
+                is_admin: false,
+            })
+            .await
+            .expect("create account");
+        let operator = self.service.operator_for(handle).await.expect("operator");
+        self.service
+            .issue_key(
+                &operator,
+                &account,
+                CreateKeyRequest {
+                    name: "test".into(),
+                    scopes: Some(scopes.iter().map(|s| s.to_string()).collect()),
+                    expires_at: None,
+                    profile: None,
+                },
+            )
+            .await
+            .expect("issue key")
+            .key
+    }
+
+    pub async fn call(&self, method: Method, path: &str, key: &str, body: Option<Value>) -> Reply {
+        let mut req = self
+            .http
+            .request(method, format!("{}{}", self.url, path))
+            .bearer_auth(key);
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        Reply::from(req.send().await.expect("request")).await
+    }
+
+    pub async fn get(&self, path: &str, key: &str) -> Reply {
+        self.call(Method::GET, path, key, None).await
+    }
+
+    pub async fn post(&self, path: &str, key: &str, body: Value) -> Reply {
+        self.call(Method::POST, path, key, Some(body)).await
+    }
+
+    pub async fn save(&self, key: &str, body: Value) -> Reply {
+        self.post("/api/v1/skills", key, body).await
+    }
+
+    pub async fn counts(&self) -> std::collections::BTreeMap<String, u64> {
+        self.store.table_counts().await.expect("counts")
+    }
+}
+
+pub struct Reply {
+    pub status: StatusCode,
+    pub body: Value,
+    pub headers: reqwest::header::HeaderMap,
+}
+
+impl Reply {
+    pub async fn from(resp: reqwest::Response) -> Self {
+        let status = resp.status();
+        let headers = resp.headers().clone();
+        let text = resp.text().await.expect("body");
+        let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        Self {
+            status,
+            body,
+            headers,
+        }
+    }
+
+    /// Asserts the SPEC error shape with this code and HTTP status; returns the error object.
+    pub fn expect_error(&self, status: u16, code: &str) -> &Value {
+        assert_eq!(self.status.as_u16(), status, "body: {}", self.body);
+        let err = &self.body["error"];
+        assert_eq!(err["code"], code, "body: {}", self.body);
+        assert!(err["message"].as_str().is_some_and(|m| !m.is_empty()));
+        assert!(err["retryable"].is_boolean());
+        err
+    }
+
+    pub fn expect_ok(&self) -> &Value {
+        assert!(
+            self.status.is_success(),
+            "status {} body {}",
+            self.status,
+            self.body
+        );
+        &self.body
+    }
+}
+
+/// A minimal valid save body.
+pub fn skill(slug: &str, body: &str) -> Value {
+    json!({
+        "slug": slug,
+        "name": format!("Skill {slug}"),
+        "description": format!("What {slug} does"),
+        "instruction_body": body,
+    })
+}

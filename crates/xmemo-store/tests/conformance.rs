@@ -1,0 +1,2178 @@
+//! Storage conformance suite: every case below is written once against `dyn Store` and runs
+//! unchanged on both backends, each run on a fresh database of its own:
+//!
+//! - `sqlite::<case>`: a database file in a new temporary directory;
+//! - `postgres::<case>`: `CREATE DATABASE xmemo_t_<random>` on the server named by
+//!   `XMEMO_TEST_POSTGRES_URL` (default `postgres://postgres@127.0.0.1:5432/postgres`), dropped
+//!   `WITH (FORCE)` by a guard when the test ends, passes or panics. PostgreSQL cases talk to
+//!   two independent pools ("nodes") of that database, so the concurrency cases also prove the
+//!   guarantees hold across nodes. When the server cannot be reached the PostgreSQL cases print
+//!   why and pass, unless `CI=true`, where they fail.
+
+use serde_json::{Map, Value, json};
+use sqlx::postgres::{PgConnectOptions, PgConnection};
+use sqlx::{AssertSqlSafe, Connection};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+use xmemo_core::{AssetStatus, ComponentType, RevisionStatus, Role, WorkspaceKind};
+use xmemo_store::postgres::{PgPoolSettings, PostgresStore, redact_url};
+use xmemo_store::sqlite::SqliteStore;
+use xmemo_store::*;
+
+type DynStore = Arc<dyn Store>;
+
+// ---------------------------------------------------------------------------------------------
+// Fresh databases
+// ---------------------------------------------------------------------------------------------
+
+enum Raw {
+    Sqlite(PathBuf),
+    Postgres(Box<PgConnectOptions>),
+}
+
+/// One fresh database and the stores ("nodes") that serve it.
+pub struct TestDb {
+    nodes: Vec<DynStore>,
+    raw: Raw,
+    _guard: Guard,
+}
+
+#[allow(dead_code)]
+enum Guard {
+    Sqlite(tempfile::TempDir),
+    Postgres(Box<PgDropGuard>),
+}
+
+impl TestDb {
+    fn store(&self) -> DynStore {
+        self.nodes[0].clone()
+    }
+
+    /// Node `i` (round robin): two pools on PostgreSQL, the one store on SQLite.
+    fn node(&self, i: usize) -> DynStore {
+        self.nodes[i % self.nodes.len()].clone()
+    }
+
+    /// Runs one statement outside the store, as an operator or an attacker with SQL access
+    /// would. Returns the error text on failure.
+    async fn raw_execute(&self, sql: &str) -> Result<u64, String> {
+        match &self.raw {
+            Raw::Sqlite(path) => {
+                let url = format!("sqlite://{}", path.display());
+                let mut c = sqlx::SqliteConnection::connect(&url)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                sqlx::query(AssertSqlSafe(sql.to_string()))
+                    .execute(&mut c)
+                    .await
+                    .map(|r| r.rows_affected())
+                    .map_err(|e| e.to_string())
+            }
+            Raw::Postgres(options) => {
+                let mut c = PgConnection::connect_with(options)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                sqlx::query(AssertSqlSafe(sql.to_string()))
+                    .execute(&mut c)
+                    .await
+                    .map(|r| r.rows_affected())
+                    .map_err(|e| e.to_string())
+            }
+        }
+    }
+}
+
+async fn sqlite_db() -> TestDb {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("xmemo.db");
+    let store = SqliteStore::open(&path).await.unwrap();
+    TestDb {
+        nodes: vec![Arc::new(store)],
+        raw: Raw::Sqlite(path),
+        _guard: Guard::Sqlite(dir),
+    }
+}
+
+fn postgres_url() -> String {
+    std::env::var("XMEMO_TEST_POSTGRES_URL")
+        .ok()
+        .filter(|u| !u.trim().is_empty())
+        .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/postgres".into())
+}
+
+/// A connection to the server's maintenance database, or `None` (after saying why) when the
+/// server is unreachable outside CI.
+async fn postgres_admin() -> Option<(PgConnectOptions, PgConnection)> {
+    let url = postgres_url();
+    let options = PgConnectOptions::from_str(&url).unwrap_or_else(|e| {
+        panic!(
+            "XMEMO_TEST_POSTGRES_URL {} is invalid: {e}",
+            redact_url(&url)
+        )
+    });
+    let attempt =
+        tokio::time::timeout(Duration::from_secs(5), PgConnection::connect_with(&options)).await;
+    let reason = match attempt {
+        Ok(Ok(conn)) => return Some((options, conn)),
+        Ok(Err(e)) => e.to_string(),
+        Err(_) => "no answer within 5 s".to_string(),
+    };
+    if std::env::var("CI").as_deref() == Ok("true") {
+        panic!(
+            "PostgreSQL at {} is unreachable ({reason}) and CI=true: the PostgreSQL conformance cases must run in CI",
+            redact_url(&url)
+        );
+    }
+    eprintln!(
+        "SKIPPED: PostgreSQL at {} is unreachable ({reason}); set XMEMO_TEST_POSTGRES_URL to run the PostgreSQL cases (CI=true makes this a failure)",
+        redact_url(&url)
+    );
+    None
+}
+
+/// Drops the test database when the test ends, also when it panicked. The DROP runs on its own
+/// thread and runtime, so it works from any runtime flavour and during unwinding.
+pub struct PgDropGuard {
+    admin: PgConnectOptions,
+    name: String,
+}
+
+impl Drop for PgDropGuard {
+    fn drop(&mut self) {
+        let admin = self.admin.clone();
+        let name = self.name.clone();
+        let dropped = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| e.to_string())?;
+            rt.block_on(async move {
+                let mut c = PgConnection::connect_with(&admin)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                sqlx::query(AssertSqlSafe(format!(
+                    "DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"
+                )))
+                .execute(&mut c)
+                .await
+                .map_err(|e| e.to_string())?;
+                let _ = c.close().await;
+                Ok::<(), String>(())
+            })
+        })
+        .join();
+        match dropped {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => eprintln!("could not drop test database {}: {e}", self.name),
+            Err(_) => eprintln!(
+                "could not drop test database {}: the drop thread panicked",
+                self.name
+            ),
+        }
+    }
+}
+
+/// Creates `xmemo_t_<random>` and returns its connect options with the guard that drops it.
+async fn postgres_fresh_database() -> Option<(PgConnectOptions, PgDropGuard)> {
+    let (admin, mut conn) = postgres_admin().await?;
+    let name = format!("xmemo_t_{}", uuid::Uuid::now_v7().simple());
+    sqlx::query(AssertSqlSafe(format!("CREATE DATABASE \"{name}\"")))
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    let _ = conn.close().await;
+    let guard = PgDropGuard {
+        admin: admin.clone(),
+        name: name.clone(),
+    };
+    Some((admin.database(&name), guard))
+}
+
+fn test_pool_settings() -> PgPoolSettings {
+    PgPoolSettings {
+        max_connections: 6,
+        application_name: "xmemo-conformance".into(),
+        ..Default::default()
+    }
+}
+
+async fn postgres_db() -> Option<TestDb> {
+    let (options, guard) = postgres_fresh_database().await?;
+    let a = PostgresStore::connect_with(options.clone(), test_pool_settings())
+        .await
+        .unwrap();
+    a.migrate().await.unwrap();
+    let b = PostgresStore::connect_with(options.clone(), test_pool_settings())
+        .await
+        .unwrap();
+    // A second node starting on a migrated database finds nothing to do.
+    b.migrate().await.unwrap();
+    assert!(b.schema_is_current().await.unwrap());
+    Some(TestDb {
+        nodes: vec![Arc::new(a), Arc::new(b)],
+        raw: Raw::Postgres(Box::new(options)),
+        _guard: Guard::Postgres(Box::new(guard)),
+    })
+}
+
+/// Instantiates every case for both backends.
+macro_rules! conformance {
+    ($($case:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $case() {
+                    let db = super::sqlite_db().await;
+                    super::cases::$case(&db).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $case() {
+                    let Some(db) = super::postgres_db().await else { return };
+                    super::cases::$case(&db).await;
+                }
+            )*
+        }
+    };
+}
+
+conformance!(
+    accounts_and_personal_workspaces,
+    teams_and_members,
+    api_keys,
+    save_creates_then_appends,
+    identical_hash_creates_nothing,
+    stale_expected_revision_conflicts_and_writes_nothing,
+    components_are_content_addressed,
+    concurrent_saves_are_gap_free,
+    concurrent_saves_of_many_new_slugs,
+    publish_deprecates_previous_and_status_is_compare_and_set,
+    concurrent_publishes_leave_one_published,
+    database_enforces_one_published_revision,
+    archive_leaves_search_and_restore_returns,
+    search_rules,
+    search_survives_query_syntax,
+    audit_chain_verifies_and_filters,
+    concurrent_audit_appends_stay_linear,
+    audit_log_is_append_only,
+    table_counts_use_common_names,
+);
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+// ---------------------------------------------------------------------------------------------
+
+fn actor(account_id: &str) -> Attribution {
+    Attribution {
+        account_id: account_id.to_string(),
+        credential_id: Some("key_test".into()),
+        client_profile: Some("cursor-plugin".into()),
+        agent_id: Some("agent-x".into()),
+        agent_instance_id: Some("instance-1".into()),
+    }
+}
+
+async fn account(store: &DynStore, handle: &str) -> Account {
+    store
+        .create_account(
+            NewAccount {
+                handle: handle.into(),
+                display_name: format!("{handle} display"),
+                is_admin: false,
+            },
+            AuditDraft::new("account.create", &Attribution::default()),
+        )
+        .await
+        .unwrap()
+}
+
+fn component(path: &str, kind: ComponentType, content: &[u8]) -> NewComponent {
+    NewComponent {
+        manifest: ComponentManifest {
+            logical_path: path.into(),
+            component_type: kind,
+            content_hash: xmemo_core::content_hash(content),
+            size: content.len() as u64,
+            media_type: xmemo_core::media::media_type_for(path, content),
+        },
+        content: content.to_vec(),
+    }
+}
+
+struct Draft {
+    name: String,
+    description: String,
+    body: String,
+    metadata: Map<String, Value>,
+    components: Vec<NewComponent>,
+    status: RevisionStatus,
+    expected: Option<String>,
+}
+
+fn draft(body: &str) -> Draft {
+    Draft {
+        name: "Deploy to production".into(),
+        description: "Steps to ship a release safely".into(),
+        body: body.into(),
+        metadata: Map::new(),
+        components: vec![],
+        status: RevisionStatus::Draft,
+        expected: None,
+    }
+}
+
+impl Draft {
+    fn named(mut self, name: &str, description: &str) -> Self {
+        self.name = name.into();
+        self.description = description.into();
+        self
+    }
+    fn status(mut self, status: RevisionStatus) -> Self {
+        self.status = status;
+        self
+    }
+    fn components(mut self, components: Vec<NewComponent>) -> Self {
+        self.components = components;
+        self
+    }
+    fn metadata(mut self, metadata: Value) -> Self {
+        if let Value::Object(m) = metadata {
+            self.metadata = m;
+        }
+        self
+    }
+    fn expect(mut self, revision_id: Option<&str>) -> Self {
+        self.expected = revision_id.map(str::to_string);
+        self
+    }
+    fn to_save(&self, workspace_id: &str, slug: &str, who: &Attribution) -> SaveRevision {
+        let manifests: Vec<ComponentManifest> =
+            self.components.iter().map(|c| c.manifest.clone()).collect();
+        let canonical_hash = xmemo_core::canonical_hash(
+            &self.name,
+            &self.description,
+            &self.metadata,
+            &self.body,
+            &hashed_components(&manifests),
+        );
+        SaveRevision {
+            workspace_id: workspace_id.into(),
+            slug: slug.into(),
+            expected_revision_id: self.expected.clone(),
+            name: self.name.clone(),
+            description: self.description.clone(),
+            instruction_body: self.body.clone(),
+            metadata: self.metadata.clone(),
+            canonical_hash,
+            status: self.status,
+            components: self.components.clone(),
+            attribution: who.clone(),
+        }
+    }
+}
+
+async fn save(store: &DynStore, owner: &Account, slug: &str, d: Draft) -> SaveOutcome {
+    store
+        .save_revision(d.to_save(
+            &owner.personal_workspace_id,
+            slug,
+            &actor(&owner.account_id),
+        ))
+        .await
+        .unwrap()
+}
+
+fn status_change(
+    revision_id: &str,
+    from: RevisionStatus,
+    to: RevisionStatus,
+    who: &Account,
+) -> StatusChange {
+    StatusChange {
+        revision_id: revision_id.into(),
+        from,
+        to,
+        review_note: None,
+        audit: AuditDraft::new(&format!("revision.{to}"), &actor(&who.account_id))
+            .revision(revision_id),
+    }
+}
+
+async fn search(store: &DynStore, text: &str, workspaces: &[&str]) -> Vec<Descriptor> {
+    store
+        .search(&SearchQuery {
+            text: text.into(),
+            workspace_ids: workspaces.iter().map(|s| s.to_string()).collect(),
+            limit: 10,
+        })
+        .await
+        .unwrap_or_else(|e| panic!("search {text:?} failed: {e}"))
+}
+
+fn slugs(hits: &[Descriptor]) -> Vec<&str> {
+    hits.iter().map(|d| d.slug.as_str()).collect()
+}
+
+fn published_count(revisions: &[Revision]) -> usize {
+    revisions
+        .iter()
+        .filter(|r| r.status == RevisionStatus::Published)
+        .count()
+}
+
+fn conflict<T: std::fmt::Debug>(result: StoreResult<T>) -> String {
+    match result {
+        Err(StoreError::Conflict(m)) => m,
+        other => panic!("expected a conflict, got {other:?}"),
+    }
+}
+
+const TABLE_NAMES: &[&str] = &[
+    "accounts",
+    "api_keys",
+    "audit_log",
+    "blobs",
+    "memberships",
+    "revision_components",
+    "revisions",
+    "skills",
+    "skills_fts",
+    "workspaces",
+];
+
+// ---------------------------------------------------------------------------------------------
+// Cases
+// ---------------------------------------------------------------------------------------------
+
+mod cases {
+    use super::*;
+
+    pub async fn accounts_and_personal_workspaces(db: &TestDb) {
+        let store = db.store();
+        assert_eq!(store.count_accounts().await.unwrap(), 0);
+        let alice = account(&store, "alice").await;
+        assert!(alice.account_id.starts_with("acct_"));
+        assert_eq!(alice.handle, "alice");
+        assert_eq!(
+            store.get_account(&alice.account_id).await.unwrap(),
+            Some(alice.clone())
+        );
+        assert_eq!(
+            store.find_account_by_handle("alice").await.unwrap(),
+            Some(alice.clone())
+        );
+        assert_eq!(store.find_account_by_handle("nobody").await.unwrap(), None);
+        assert_eq!(store.get_account("acct_missing").await.unwrap(), None);
+
+        let ws = store
+            .get_workspace(&alice.personal_workspace_id)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(ws.kind, WorkspaceKind::Personal);
+        assert_eq!(ws.handle, "personal");
+        let memberships = store.memberships(&alice.account_id).await.unwrap();
+        assert_eq!(memberships.len(), 1);
+        assert_eq!(memberships[0].workspace, ws);
+        assert_eq!(memberships[0].role, Role::Owner);
+        let members = store.list_members(&ws.workspace_id).await.unwrap();
+        assert_eq!(members.len(), 1);
+        assert_eq!(members[0].account_id, alice.account_id);
+        assert_eq!(members[0].role, Role::Owner);
+
+        // Two personal workspaces share the handle `personal` without conflict.
+        let bob = account(&store, "bob").await;
+        assert_ne!(bob.personal_workspace_id, alice.personal_workspace_id);
+        assert_eq!(store.count_accounts().await.unwrap(), 2);
+        let handles: Vec<String> = store
+            .list_accounts()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|a| a.handle)
+            .collect();
+        assert_eq!(handles, ["alice", "bob"]);
+
+        let before = store.table_counts().await.unwrap();
+        let duplicate = store
+            .create_account(
+                NewAccount {
+                    handle: "alice".into(),
+                    display_name: "Another Alice".into(),
+                    is_admin: true,
+                },
+                AuditDraft::new("account.create", &Attribution::default()),
+            )
+            .await;
+        conflict(duplicate);
+        assert_eq!(
+            store.table_counts().await.unwrap(),
+            before,
+            "a failed create wrote rows"
+        );
+    }
+
+    pub async fn teams_and_members(db: &TestDb) {
+        let store = db.store();
+        let alice = account(&store, "alice").await;
+        let bob = account(&store, "bob").await;
+        let team = store
+            .create_team(
+                NewTeam {
+                    handle: "ops".into(),
+                    name: "Operations".into(),
+                    owner_account_id: alice.account_id.clone(),
+                },
+                AuditDraft::new("team.create", &actor(&alice.account_id)),
+            )
+            .await
+            .unwrap();
+        assert_eq!(team.kind, WorkspaceKind::Team);
+        assert_eq!(
+            store.find_team_by_handle("ops").await.unwrap(),
+            Some(team.clone())
+        );
+        assert_eq!(store.find_team_by_handle("personal").await.unwrap(), None);
+        assert_eq!(
+            store.get_workspace(&team.workspace_id).await.unwrap(),
+            Some(team.clone())
+        );
+
+        let before = store.table_counts().await.unwrap();
+        let dup = store
+            .create_team(
+                NewTeam {
+                    handle: "ops".into(),
+                    name: "Other ops".into(),
+                    owner_account_id: bob.account_id.clone(),
+                },
+                AuditDraft::new("team.create", &actor(&bob.account_id)),
+            )
+            .await;
+        assert!(conflict(dup).contains("ops"));
+        assert_eq!(store.table_counts().await.unwrap(), before);
+
+        let who = actor(&alice.account_id);
+        store
+            .put_member(
+                &team.workspace_id,
+                &bob.account_id,
+                Role::Member,
+                AuditDraft::new("member.put", &who).workspace(&team.workspace_id),
+            )
+            .await
+            .unwrap();
+        let members = store.list_members(&team.workspace_id).await.unwrap();
+        let roles: Vec<(&str, Role)> = members
+            .iter()
+            .map(|m| (m.handle.as_str(), m.role))
+            .collect();
+        assert_eq!(roles, [("alice", Role::Owner), ("bob", Role::Member)]);
+
+        store
+            .put_member(
+                &team.workspace_id,
+                &bob.account_id,
+                Role::Admin,
+                AuditDraft::new("member.put", &who).workspace(&team.workspace_id),
+            )
+            .await
+            .unwrap();
+        let bob_ms = store.memberships(&bob.account_id).await.unwrap();
+        let kinds: Vec<(WorkspaceKind, &str, Role)> = bob_ms
+            .iter()
+            .map(|m| (m.workspace.kind, m.workspace.handle.as_str(), m.role))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                (WorkspaceKind::Personal, "personal", Role::Owner),
+                (WorkspaceKind::Team, "ops", Role::Admin)
+            ]
+        );
+
+        let removed = store
+            .remove_member(
+                &team.workspace_id,
+                &bob.account_id,
+                AuditDraft::new("member.remove", &who).workspace(&team.workspace_id),
+            )
+            .await
+            .unwrap();
+        assert!(removed);
+        let audit_before = store.table_counts().await.unwrap()["audit_log"];
+        let again = store
+            .remove_member(
+                &team.workspace_id,
+                &bob.account_id,
+                AuditDraft::new("member.remove", &who).workspace(&team.workspace_id),
+            )
+            .await
+            .unwrap();
+        assert!(!again);
+        assert_eq!(
+            store.table_counts().await.unwrap()["audit_log"],
+            audit_before,
+            "a no-op removal is not audited"
+        );
+        assert_eq!(store.memberships(&bob.account_id).await.unwrap().len(), 1);
+    }
+
+    pub async fn api_keys(db: &TestDb) {
+        let store = db.store();
+        let alice = account(&store, "alice").await;
+        let bob = account(&store, "bob").await;
+        let new_key = |name: &str, hash: &str| NewApiKey {
+            account_id: alice.account_id.clone(),
+            name: name.into(),
+            prefix: "xm_abcd".into(),
+            key_hash: hash.into(),
+            scopes: vec!["memory:read".into(), "memory:write".into()],
+            profile: "ordinary-full".into(),
+            expires_at: Some("2099-01-01T00:00:00.000Z".into()),
+        };
+        let who = actor(&alice.account_id);
+        let k1 = store
+            .create_api_key(
+                new_key("laptop", &"a".repeat(64)),
+                AuditDraft::new("key.create", &who),
+            )
+            .await
+            .unwrap();
+        let k2 = store
+            .create_api_key(
+                new_key("ci", &"b".repeat(64)),
+                AuditDraft::new("key.create", &who),
+            )
+            .await
+            .unwrap();
+        assert!(k1.key_id.starts_with("key_"));
+        let found = store
+            .find_api_key_by_hash(&"a".repeat(64))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(found, k1);
+        assert_eq!(found.key_hash, "a".repeat(64));
+        assert_eq!(found.scopes, ["memory:read", "memory:write"]);
+        assert_eq!(
+            found.expires_at.as_deref(),
+            Some("2099-01-01T00:00:00.000Z")
+        );
+        assert_eq!(
+            store.find_api_key_by_hash(&"c".repeat(64)).await.unwrap(),
+            None
+        );
+        assert_eq!(
+            store.list_api_keys(&alice.account_id).await.unwrap(),
+            [k1.clone(), k2.clone()]
+        );
+        assert!(
+            store
+                .list_api_keys(&bob.account_id)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+
+        let dup = store
+            .create_api_key(
+                new_key("dup", &"a".repeat(64)),
+                AuditDraft::new("key.create", &who),
+            )
+            .await;
+        conflict(dup);
+
+        // Another account cannot revoke it.
+        assert!(
+            !store
+                .revoke_api_key(
+                    &bob.account_id,
+                    &k1.key_id,
+                    AuditDraft::new("key.revoke", &who)
+                )
+                .await
+                .unwrap()
+        );
+        assert!(
+            store
+                .revoke_api_key(
+                    &alice.account_id,
+                    &k1.key_id,
+                    AuditDraft::new("key.revoke", &who)
+                )
+                .await
+                .unwrap()
+        );
+        assert!(
+            !store
+                .revoke_api_key(
+                    &alice.account_id,
+                    &k1.key_id,
+                    AuditDraft::new("key.revoke", &who)
+                )
+                .await
+                .unwrap()
+        );
+        let revoked = store
+            .find_api_key_by_hash(&"a".repeat(64))
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(revoked.revoked_at.is_some());
+        let live = store
+            .find_api_key_by_hash(&"b".repeat(64))
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(live.revoked_at.is_none());
+    }
+
+    pub async fn save_creates_then_appends(db: &TestDb) {
+        let store = db.store();
+        let alice = account(&store, "alice").await;
+        let ws = alice.personal_workspace_id.clone();
+        let metadata = json!({"license": "MIT", "metadata": {"team": "ops", "version": 2}, "allowed-tools": ["bash"]});
+        let first = save(
+            &store,
+            &alice,
+            "deploy",
+            draft("Step one.").metadata(metadata.clone()),
+        )
+        .await;
+        assert!(first.created);
+        assert!(first.skill.skill_id.starts_with("skill_"));
+        assert!(first.revision.revision_id.starts_with("rev_"));
+        assert_eq!(first.revision.revision_number, 1);
+        assert_eq!(first.skill.latest_revision_number, 1);
+        assert_eq!(first.skill.asset_status, AssetStatus::Active);
+        assert_eq!(first.skill.published_revision_id, None);
+        assert_eq!(first.revision.status, RevisionStatus::Draft);
+        assert_eq!(Value::Object(first.revision.metadata.clone()), metadata);
+        assert_eq!(first.revision.attribution, actor(&alice.account_id));
+        assert_eq!(
+            first.revision.created_at.len(),
+            "2024-01-01T00:00:00.000Z".len()
+        );
+        assert!(first.revision.created_at.ends_with('Z'));
+
+        let second = save(
+            &store,
+            &alice,
+            "deploy",
+            draft("Step one. Step two.").named("Deploy v2", "Now with two steps"),
+        )
+        .await;
+        assert!(second.created);
+        assert_eq!(second.skill.skill_id, first.skill.skill_id);
+        assert_eq!(second.revision.revision_number, 2);
+        assert_eq!(second.skill.latest_revision_number, 2);
+        assert_eq!(second.skill.name, "Deploy v2");
+        assert_eq!(second.skill.description, "Now with two steps");
+
+        let latest = store
+            .latest_revision(&first.skill.skill_id)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(latest, second.revision);
+        let got = store
+            .get_revision(&first.revision.revision_id)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            got, first.revision,
+            "a revision reads back exactly as it was returned"
+        );
+        assert_eq!(
+            store
+                .published_revision(&first.skill.skill_id)
+                .await
+                .unwrap(),
+            None
+        );
+        assert_eq!(store.get_revision("rev_missing").await.unwrap(), None);
+
+        let skill = store
+            .get_skill(&first.skill.skill_id)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(skill, second.skill);
+        let found = store
+            .find_skills_by_slug(std::slice::from_ref(&ws), "deploy")
+            .await
+            .unwrap();
+        assert_eq!(found, std::slice::from_ref(&skill));
+        assert!(
+            store
+                .find_skills_by_slug(&[], "deploy")
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        assert!(
+            store
+                .find_skills_by_slug(std::slice::from_ref(&ws), "other")
+                .await
+                .unwrap()
+                .is_empty()
+        );
+
+        save(&store, &alice, "another", draft("x")).await;
+        save(&store, &alice, "a-first", draft("y")).await;
+        let listed: Vec<String> = store
+            .list_skills(std::slice::from_ref(&ws))
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|s| s.slug)
+            .collect();
+        assert_eq!(
+            listed,
+            ["a-first", "another", "deploy"],
+            "bytewise slug order"
+        );
+
+        let revisions = store.list_revisions(&first.skill.skill_id).await.unwrap();
+        assert_eq!(revisions, [first.revision.clone(), second.revision.clone()]);
+    }
+
+    pub async fn identical_hash_creates_nothing(db: &TestDb) {
+        let store = db.store();
+        let alice = account(&store, "alice").await;
+        let d = || {
+            draft("Same body").components(vec![component(
+                "references/a.md",
+                ComponentType::Reference,
+                b"# A",
+            )])
+        };
+        let first = save(&store, &alice, "same", d()).await;
+        let before = store.table_counts().await.unwrap();
+        let again = save(&store, &alice, "same", d()).await;
+        assert!(!again.created);
+        assert_eq!(again.revision, first.revision);
+        assert_eq!(again.skill.latest_revision_number, 1);
+        assert_eq!(
+            store.table_counts().await.unwrap(),
+            before,
+            "a dedupe wrote rows"
+        );
+
+        // Only the latest revision counts: going back to an older content is a new revision.
+        let second = save(&store, &alice, "same", draft("Other body")).await;
+        assert!(second.created);
+        let back = save(&store, &alice, "same", d()).await;
+        assert!(back.created);
+        assert_eq!(back.revision.revision_number, 3);
+    }
+
+    pub async fn stale_expected_revision_conflicts_and_writes_nothing(db: &TestDb) {
+        let store = db.store();
+        let alice = account(&store, "alice").await;
+        let who = actor(&alice.account_id);
+        let ws = alice.personal_workspace_id.clone();
+
+        let before = store.table_counts().await.unwrap();
+        let missing = store
+            .save_revision(
+                draft("x")
+                    .expect(Some("rev_nope"))
+                    .to_save(&ws, "new-one", &who),
+            )
+            .await;
+        conflict(missing);
+        assert_eq!(store.table_counts().await.unwrap(), before);
+
+        let r1 = save(&store, &alice, "cas", draft("v1")).await;
+        let r2 = save(
+            &store,
+            &alice,
+            "cas",
+            draft("v2").expect(Some(&r1.revision.revision_id)),
+        )
+        .await;
+        assert_eq!(r2.revision.revision_number, 2);
+
+        let before = store.table_counts().await.unwrap();
+        let stale = store
+            .save_revision(
+                draft("v3")
+                    .components(vec![component(
+                        "scripts/x.py",
+                        ComponentType::Script,
+                        b"print(1)",
+                    )])
+                    .status(RevisionStatus::Published)
+                    .expect(Some(&r1.revision.revision_id))
+                    .to_save(&ws, "cas", &who),
+            )
+            .await;
+        let message = conflict(stale);
+        assert!(message.contains(&r1.revision.revision_id), "{message}");
+        assert_eq!(
+            store.table_counts().await.unwrap(),
+            before,
+            "a stale save wrote rows"
+        );
+        let skill = store.get_skill(&r1.skill.skill_id).await.unwrap().unwrap();
+        assert_eq!(skill.latest_revision_number, 2);
+        assert_eq!(skill.updated_at, r2.skill.updated_at);
+
+        // Identical content with a stale expectation is still a conflict.
+        let stale_same = store
+            .save_revision(
+                draft("v2")
+                    .expect(Some(&r1.revision.revision_id))
+                    .to_save(&ws, "cas", &who),
+            )
+            .await;
+        conflict(stale_same);
+    }
+
+    pub async fn components_are_content_addressed(db: &TestDb) {
+        let store = db.store();
+        let alice = account(&store, "alice").await;
+        let binary: Vec<u8> = (0..=255u8).chain([0xff, 0xfe, 0x00, 0xc3, 0x28]).collect();
+        let shared = b"print('shared')\n".to_vec();
+        let r1 = save(
+            &store,
+            &alice,
+            "bundle",
+            draft("uses files").components(vec![
+                component("scripts/run.py", ComponentType::Script, &shared),
+                component("assets/logo.bin", ComponentType::Artifact, &binary),
+                component(
+                    "references/Guide.md",
+                    ComponentType::Reference,
+                    "é ✓ 漢字".as_bytes(),
+                ),
+            ]),
+        )
+        .await;
+        let paths: Vec<&str> = r1
+            .revision
+            .components
+            .iter()
+            .map(|c| c.logical_path.as_str())
+            .collect();
+        assert_eq!(
+            paths,
+            ["assets/logo.bin", "references/Guide.md", "scripts/run.py"]
+        );
+        assert_eq!(store.table_counts().await.unwrap()["blobs"], 3);
+
+        let r2 = save(
+            &store,
+            &alice,
+            "bundle",
+            draft("uses files, v2").components(vec![
+                component("scripts/run.py", ComponentType::Script, &shared),
+                component("scripts/copy.py", ComponentType::Script, &shared),
+                component("templates/t.txt", ComponentType::Template, b"new"),
+            ]),
+        )
+        .await;
+        let counts = store.table_counts().await.unwrap();
+        assert_eq!(counts["blobs"], 4, "shared bytes are stored once");
+        assert_eq!(counts["revision_components"], 6);
+
+        // Another skill and another account reuse the same blob.
+        let bob = account(&store, "bob").await;
+        save(
+            &store,
+            &bob,
+            "bobs",
+            draft("b").components(vec![component(
+                "assets/logo.bin",
+                ComponentType::Artifact,
+                &binary,
+            )]),
+        )
+        .await;
+        assert_eq!(store.table_counts().await.unwrap()["blobs"], 4);
+
+        let (manifest, bytes) = store
+            .component_bytes(&r1.revision.revision_id, "assets/logo.bin")
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(bytes, binary);
+        assert_eq!(manifest.size, binary.len() as u64);
+        assert_eq!(manifest.content_hash, xmemo_core::content_hash(&binary));
+        assert_eq!(manifest.media_type, "application/octet-stream");
+        assert_eq!(manifest.component_type, ComponentType::Artifact);
+        let (_, text) = store
+            .component_bytes(&r1.revision.revision_id, "references/Guide.md")
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(text, "é ✓ 漢字".as_bytes());
+        let (_, copy) = store
+            .component_bytes(&r2.revision.revision_id, "scripts/copy.py")
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(copy, shared);
+        // Pinned reads: a path of another revision is not part of this one.
+        assert!(
+            store
+                .component_bytes(&r2.revision.revision_id, "assets/logo.bin")
+                .await
+                .unwrap()
+                .is_none()
+        );
+        assert!(
+            store
+                .component_bytes(&r1.revision.revision_id, "references/guide.md")
+                .await
+                .unwrap()
+                .is_none(),
+            "paths are matched exactly"
+        );
+
+        let revisions = store.list_revisions(&r1.skill.skill_id).await.unwrap();
+        assert_eq!(revisions.len(), 2);
+        assert_eq!(revisions[0].components, r1.revision.components);
+        assert_eq!(revisions[1].components, r2.revision.components);
+        let paths2: Vec<&str> = revisions[1]
+            .components
+            .iter()
+            .map(|c| c.logical_path.as_str())
+            .collect();
+        assert_eq!(
+            paths2,
+            ["scripts/copy.py", "scripts/run.py", "templates/t.txt"]
+        );
+    }
+
+    pub async fn concurrent_saves_are_gap_free(db: &TestDb) {
+        let store = db.store();
+        let alice = account(&store, "alice").await;
+        let mut tasks = Vec::new();
+        for i in 0..32 {
+            let node = db.node(i);
+            let save = draft(&format!("body {i}"))
+                .components(vec![component(
+                    "references/shared.md",
+                    ComponentType::Reference,
+                    b"same bytes everywhere",
+                )])
+                .to_save(
+                    &alice.personal_workspace_id,
+                    "hot",
+                    &actor(&alice.account_id),
+                );
+            tasks.push(tokio::spawn(async move { node.save_revision(save).await }));
+        }
+        let mut numbers = Vec::new();
+        for t in tasks {
+            let outcome = t.await.unwrap().unwrap();
+            assert!(outcome.created);
+            numbers.push(outcome.revision.revision_number);
+        }
+        numbers.sort_unstable();
+        assert_eq!(numbers, (1..=32).collect::<Vec<i64>>());
+        let skills = store
+            .find_skills_by_slug(std::slice::from_ref(&alice.personal_workspace_id), "hot")
+            .await
+            .unwrap();
+        assert_eq!(skills.len(), 1);
+        assert_eq!(skills[0].latest_revision_number, 32);
+        let revisions = store.list_revisions(&skills[0].skill_id).await.unwrap();
+        let listed: Vec<i64> = revisions.iter().map(|r| r.revision_number).collect();
+        assert_eq!(listed, (1..=32).collect::<Vec<i64>>());
+        let counts = store.table_counts().await.unwrap();
+        assert_eq!(counts["skills"], 1);
+        assert_eq!(counts["blobs"], 1);
+        assert_eq!(counts["revision_components"], 32);
+    }
+
+    pub async fn concurrent_saves_of_many_new_slugs(db: &TestDb) {
+        let store = db.store();
+        let alice = account(&store, "alice").await;
+        // Identical content saved concurrently: one revision per slug, the rest deduplicated.
+        let mut tasks = Vec::new();
+        for i in 0..24 {
+            let node = db.node(i);
+            let slug = format!("s{}", i % 4);
+            let save = draft("identical").to_save(
+                &alice.personal_workspace_id,
+                &slug,
+                &actor(&alice.account_id),
+            );
+            tasks.push(tokio::spawn(async move { node.save_revision(save).await }));
+        }
+        let mut created = 0;
+        for t in tasks {
+            let outcome = t.await.unwrap().unwrap();
+            assert_eq!(outcome.revision.revision_number, 1);
+            created += usize::from(outcome.created);
+        }
+        assert_eq!(created, 4);
+        let counts = store.table_counts().await.unwrap();
+        assert_eq!(counts["skills"], 4);
+        assert_eq!(counts["revisions"], 4);
+    }
+
+    pub async fn publish_deprecates_previous_and_status_is_compare_and_set(db: &TestDb) {
+        let store = db.store();
+        let alice = account(&store, "alice").await;
+        let r1 = save(&store, &alice, "pub", draft("v1")).await;
+        let published = store
+            .change_revision_status(status_change(
+                &r1.revision.revision_id,
+                RevisionStatus::Draft,
+                RevisionStatus::Published,
+                &alice,
+            ))
+            .await
+            .unwrap();
+        assert_eq!(published.status, RevisionStatus::Published);
+        let skill = store.get_skill(&r1.skill.skill_id).await.unwrap().unwrap();
+        assert_eq!(
+            skill.published_revision_id.as_deref(),
+            Some(r1.revision.revision_id.as_str())
+        );
+
+        // Saving a published revision deprecates the previous one.
+        let r2 = save(
+            &store,
+            &alice,
+            "pub",
+            draft("v2").status(RevisionStatus::Published),
+        )
+        .await;
+        assert_eq!(r2.revision.status, RevisionStatus::Published);
+        assert_eq!(
+            r2.skill.published_revision_id.as_deref(),
+            Some(r2.revision.revision_id.as_str())
+        );
+        let old = store
+            .get_revision(&r1.revision.revision_id)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(old.status, RevisionStatus::Deprecated);
+        assert_eq!(
+            store
+                .published_revision(&r1.skill.skill_id)
+                .await
+                .unwrap()
+                .unwrap()
+                .revision_id,
+            r2.revision.revision_id
+        );
+
+        // Compare-and-set: the revision is no longer a draft.
+        let before = store.table_counts().await.unwrap();
+        let stale = store
+            .change_revision_status(status_change(
+                &r1.revision.revision_id,
+                RevisionStatus::Draft,
+                RevisionStatus::Published,
+                &alice,
+            ))
+            .await;
+        conflict(stale);
+        let unknown = store
+            .change_revision_status(status_change(
+                "rev_missing",
+                RevisionStatus::Draft,
+                RevisionStatus::Published,
+                &alice,
+            ))
+            .await;
+        assert!(matches!(
+            unknown,
+            Err(StoreError::Conflict(_) | StoreError::NotFound(_))
+        ));
+        assert_eq!(store.table_counts().await.unwrap(), before);
+        assert_eq!(
+            store
+                .get_revision(&r2.revision.revision_id)
+                .await
+                .unwrap()
+                .unwrap()
+                .status,
+            RevisionStatus::Published
+        );
+
+        // Re-publishing a deprecated revision deprecates the current one.
+        store
+            .change_revision_status(status_change(
+                &r1.revision.revision_id,
+                RevisionStatus::Deprecated,
+                RevisionStatus::Published,
+                &alice,
+            ))
+            .await
+            .unwrap();
+        let revisions = store.list_revisions(&r1.skill.skill_id).await.unwrap();
+        let statuses: Vec<RevisionStatus> = revisions.iter().map(|r| r.status).collect();
+        assert_eq!(
+            statuses,
+            [RevisionStatus::Published, RevisionStatus::Deprecated]
+        );
+
+        // Propose, then reject with a note (back to draft).
+        let r3 = save(
+            &store,
+            &alice,
+            "pub",
+            draft("v3").status(RevisionStatus::Proposed),
+        )
+        .await;
+        let mut reject = status_change(
+            &r3.revision.revision_id,
+            RevisionStatus::Proposed,
+            RevisionStatus::Draft,
+            &alice,
+        );
+        reject.review_note = Some("needs a rollback section".into());
+        let rejected = store.change_revision_status(reject).await.unwrap();
+        assert_eq!(rejected.status, RevisionStatus::Draft);
+        assert_eq!(
+            rejected.review_note.as_deref(),
+            Some("needs a rollback section")
+        );
+        // A later change without a note keeps it.
+        let proposed = store
+            .change_revision_status(status_change(
+                &r3.revision.revision_id,
+                RevisionStatus::Draft,
+                RevisionStatus::Proposed,
+                &alice,
+            ))
+            .await
+            .unwrap();
+        assert_eq!(
+            proposed.review_note.as_deref(),
+            Some("needs a rollback section")
+        );
+        assert_eq!(
+            published_count(&store.list_revisions(&r1.skill.skill_id).await.unwrap()),
+            1
+        );
+    }
+
+    pub async fn concurrent_publishes_leave_one_published(db: &TestDb) {
+        let store = db.store();
+        let alice = account(&store, "alice").await;
+        let mut revisions = Vec::new();
+        for i in 0..8 {
+            revisions.push(save(&store, &alice, "race", draft(&format!("v{i}"))).await);
+        }
+        let skill_id = revisions[0].skill.skill_id.clone();
+        let mut tasks = Vec::new();
+        for (i, r) in revisions.iter().enumerate() {
+            let node = db.node(i);
+            let change = status_change(
+                &r.revision.revision_id,
+                RevisionStatus::Draft,
+                RevisionStatus::Published,
+                &alice,
+            );
+            tasks.push(tokio::spawn(async move {
+                node.change_revision_status(change).await
+            }));
+        }
+        // A concurrent save that also publishes.
+        let node = db.node(1);
+        let publish_save = draft("published by save")
+            .status(RevisionStatus::Published)
+            .to_save(
+                &alice.personal_workspace_id,
+                "race",
+                &actor(&alice.account_id),
+            );
+        let save_task = tokio::spawn(async move { node.save_revision(publish_save).await });
+        let mut ok = 0;
+        for t in tasks {
+            match t.await.unwrap() {
+                Ok(r) => {
+                    assert_eq!(r.status, RevisionStatus::Published);
+                    ok += 1;
+                }
+                Err(StoreError::Conflict(_)) => {}
+                Err(e) => panic!("unexpected error {e}"),
+            }
+        }
+        assert!(ok >= 1);
+        save_task.await.unwrap().unwrap();
+        let all = store.list_revisions(&skill_id).await.unwrap();
+        assert_eq!(all.len(), 9);
+        assert_eq!(published_count(&all), 1);
+        let deprecated = all
+            .iter()
+            .filter(|r| r.status == RevisionStatus::Deprecated)
+            .count();
+        assert_eq!(
+            deprecated, ok,
+            "every publish but the last one was deprecated"
+        );
+        let skill = store.get_skill(&skill_id).await.unwrap().unwrap();
+        let published = store.published_revision(&skill_id).await.unwrap().unwrap();
+        assert_eq!(skill.published_revision_id, Some(published.revision_id));
+        assert_eq!(store.table_counts().await.unwrap()["skills_fts"], 1);
+    }
+
+    pub async fn database_enforces_one_published_revision(db: &TestDb) {
+        let store = db.store();
+        let alice = account(&store, "alice").await;
+        let r1 = save(
+            &store,
+            &alice,
+            "one",
+            draft("v1").status(RevisionStatus::Published),
+        )
+        .await;
+        let r2 = save(&store, &alice, "one", draft("v2")).await;
+        let result = db
+            .raw_execute(&format!(
+                "UPDATE revisions SET status = 'published' WHERE revision_id = '{}'",
+                r2.revision.revision_id
+            ))
+            .await;
+        assert!(
+            result.is_err(),
+            "the database accepted a second published revision"
+        );
+        assert_eq!(
+            store
+                .published_revision(&r1.skill.skill_id)
+                .await
+                .unwrap()
+                .unwrap()
+                .revision_id,
+            r1.revision.revision_id
+        );
+    }
+
+    pub async fn archive_leaves_search_and_restore_returns(db: &TestDb) {
+        let store = db.store();
+        let alice = account(&store, "alice").await;
+        let ws = alice.personal_workspace_id.clone();
+        let who = actor(&alice.account_id);
+        let r = save(
+            &store,
+            &alice,
+            "incident-response",
+            draft("page the on-call")
+                .named("Incident response", "What to do when production burns")
+                .status(RevisionStatus::Published),
+        )
+        .await;
+        assert_eq!(
+            slugs(&search(&store, "incident", &[&ws]).await),
+            ["incident-response"]
+        );
+
+        let archived = store
+            .set_asset_status(
+                &r.skill.skill_id,
+                AssetStatus::Archived,
+                AuditDraft::new("skill.archive", &who).skill(&r.skill.skill_id),
+            )
+            .await
+            .unwrap();
+        assert_eq!(archived.asset_status, AssetStatus::Archived);
+        assert!(search(&store, "incident", &[&ws]).await.is_empty());
+        assert_eq!(store.table_counts().await.unwrap()["skills_fts"], 0);
+        // Pinned reads of an archived skill keep working.
+        assert!(
+            store
+                .get_revision(&r.revision.revision_id)
+                .await
+                .unwrap()
+                .is_some()
+        );
+        assert_eq!(
+            store
+                .get_skill(&r.skill.skill_id)
+                .await
+                .unwrap()
+                .unwrap()
+                .asset_status,
+            AssetStatus::Archived
+        );
+        // Publishing while archived does not bring it back into search.
+        let r2 = save(&store, &alice, "incident-response", draft("page twice")).await;
+        store
+            .change_revision_status(status_change(
+                &r2.revision.revision_id,
+                RevisionStatus::Draft,
+                RevisionStatus::Published,
+                &alice,
+            ))
+            .await
+            .unwrap();
+        assert!(search(&store, "incident", &[&ws]).await.is_empty());
+
+        let restored = store
+            .set_asset_status(
+                &r.skill.skill_id,
+                AssetStatus::Active,
+                AuditDraft::new("skill.restore", &who).skill(&r.skill.skill_id),
+            )
+            .await
+            .unwrap();
+        assert_eq!(restored.asset_status, AssetStatus::Active);
+        assert_eq!(
+            slugs(&search(&store, "incident", &[&ws]).await),
+            ["incident-response"]
+        );
+
+        let missing = store
+            .set_asset_status(
+                "skill_missing",
+                AssetStatus::Archived,
+                AuditDraft::new("skill.archive", &who),
+            )
+            .await;
+        assert!(
+            matches!(missing, Err(StoreError::NotFound(_))),
+            "{missing:?}"
+        );
+    }
+
+    pub async fn search_rules(db: &TestDb) {
+        let store = db.store();
+        let alice = account(&store, "alice").await;
+        let bob = account(&store, "bob").await;
+        let a = alice.personal_workspace_id.clone();
+        let b = bob.personal_workspace_id.clone();
+        let publish = RevisionStatus::Published;
+        save(
+            &store,
+            &alice,
+            "deploy",
+            draft("x").named("Deploy", "Ship the build").status(publish),
+        )
+        .await;
+        save(
+            &store,
+            &alice,
+            "deploy-canary",
+            draft("x")
+                .named(
+                    "Canary deployment",
+                    "Deploy to a small slice first, then deploy everywhere",
+                )
+                .status(publish),
+        )
+        .await;
+        save(
+            &store,
+            &alice,
+            "rollback",
+            draft("x")
+                .named("Rollback", "Undo a bad deploy")
+                .status(publish),
+        )
+        .await;
+        save(
+            &store,
+            &alice,
+            "deploy-draft",
+            draft("x").named("Deploy draft", "Never published"),
+        )
+        .await;
+        save(
+            &store,
+            &bob,
+            "deploy",
+            draft("x").named("Deploy", "Bob's deploy").status(publish),
+        )
+        .await;
+
+        // Only published + active skills of the given workspaces; exact slug first.
+        let hits = search(&store, "deploy", &[&a]).await;
+        assert_eq!(hits[0].slug, "deploy");
+        assert!(hits[0].score >= 1000.0, "{hits:?}");
+        assert!(hits[1..].iter().all(|h| h.score < 1000.0), "{hits:?}");
+        let mut found = slugs(&hits);
+        found.sort_unstable();
+        assert_eq!(found, ["deploy", "deploy-canary", "rollback"]);
+        assert!(hits.iter().all(|h| h.workspace_id == a));
+        assert_eq!(hits[0].name, "Deploy");
+        assert_eq!(hits[0].description, "Ship the build");
+
+        let both = search(&store, "deploy", &[&a, &b]).await;
+        assert_eq!(both.len(), 4);
+        assert!(
+            both[..2]
+                .iter()
+                .all(|h| h.slug == "deploy" && h.score >= 1000.0)
+        );
+        assert!(search(&store, "deploy", &[]).await.is_empty());
+        assert!(search(&store, "deploy", &["ws_unknown"]).await.is_empty());
+
+        // Exact name match is lifted too.
+        let hits = search(&store, "canary deployment", &[&a]).await;
+        assert_eq!(hits[0].slug, "deploy-canary");
+        assert!(hits[0].score >= 1000.0);
+
+        // Prefix on the last term only; any term may match.
+        assert_eq!(slugs(&search(&store, "rollb", &[&a]).await), ["rollback"]);
+        assert_eq!(
+            slugs(&search(&store, "canar", &[&a]).await),
+            ["deploy-canary"]
+        );
+        assert!(
+            search(&store, "rollb canary", &[&a])
+                .await
+                .iter()
+                .all(|h| h.slug != "rollback")
+        );
+        let either_hits = search(&store, "canary rollback", &[&a]).await;
+        let mut either = slugs(&either_hits);
+        either.sort_unstable();
+        assert_eq!(either, ["deploy-canary", "rollback"]);
+        assert!(search(&store, "zzz", &[&a]).await.is_empty());
+        assert!(search(&store, "", &[&a]).await.is_empty());
+
+        // Slug words are searchable separately.
+        assert_eq!(
+            slugs(&search(&store, "canary", &[&a]).await),
+            ["deploy-canary"]
+        );
+        // Slug and name weigh more than the description.
+        save(
+            &store,
+            &alice,
+            "release-notes",
+            draft("x")
+                .named("Release notes", "Mention the canary results")
+                .status(publish),
+        )
+        .await;
+        let hits = search(&store, "canary", &[&a]).await;
+        assert_eq!(slugs(&hits), ["deploy-canary", "release-notes"]);
+        assert!(
+            hits[0].score > hits[1].score && hits[1].score > 0.0,
+            "{hits:?}"
+        );
+
+        // Limit.
+        let limited = store
+            .search(&SearchQuery {
+                text: "deploy".into(),
+                workspace_ids: vec![a.clone(), b.clone()],
+                limit: 2,
+            })
+            .await
+            .unwrap();
+        assert_eq!(limited.len(), 2);
+
+        // The index carries the published revision, not later drafts.
+        save(
+            &store,
+            &alice,
+            "rollback",
+            draft("y").named("Revert everything", "A draft that renames it"),
+        )
+        .await;
+        assert!(search(&store, "revert", &[&a]).await.is_empty());
+        let hit = &search(&store, "rollback", &[&a]).await[0];
+        assert_eq!(hit.name, "Rollback");
+        // The descriptor never carries instruction bodies.
+        let as_json = serde_json::to_value(hit).unwrap();
+        assert!(as_json.get("instruction_body").is_none());
+    }
+
+    pub async fn search_survives_query_syntax(db: &TestDb) {
+        let store = db.store();
+        let alice = account(&store, "alice").await;
+        let a = alice.personal_workspace_id.clone();
+        save(
+            &store,
+            &alice,
+            "near-or-and",
+            draft("x")
+                .named("NEAR OR AND NOT", "Words that are operators elsewhere")
+                .status(RevisionStatus::Published),
+        )
+        .await;
+        for q in [
+            "\"",
+            "*",
+            "NEAR(",
+            "OR",
+            "AND",
+            "NOT",
+            "near(a, b)",
+            "a OR b",
+            "\"unterminated",
+            "'",
+            "''",
+            ":*",
+            "a:*",
+            "!",
+            "&",
+            "|",
+            "a & !b",
+            "(",
+            ")",
+            "\\",
+            "-",
+            "--",
+            "^",
+            "col:val",
+            "{x}",
+            "x'; DROP TABLE skills; --",
+            "%",
+            "_",
+            "\0",
+            "🚀",
+            "Ünïcödé",
+            &"long".repeat(600),
+        ] {
+            let result = store
+                .search(&SearchQuery {
+                    text: q.to_string(),
+                    workspace_ids: vec![a.clone()],
+                    limit: 10,
+                })
+                .await;
+            assert!(result.is_ok(), "query {q:?} failed: {result:?}");
+        }
+        let hits = search(&store, "near OR", &[&a]).await;
+        assert_eq!(slugs(&hits), ["near-or-and"]);
+        assert_eq!(store.table_counts().await.unwrap()["skills"], 1);
+    }
+
+    pub async fn audit_chain_verifies_and_filters(db: &TestDb) {
+        let store = db.store();
+        let alice = account(&store, "alice").await;
+        let bob = account(&store, "bob").await;
+        let who = actor(&alice.account_id);
+        let r1 = save(&store, &alice, "audited", draft("v1")).await;
+        save(&store, &alice, "audited", draft("v1")).await; // dedupe: no entry
+        let r2 = save(
+            &store,
+            &alice,
+            "audited",
+            draft("v2").status(RevisionStatus::Published),
+        )
+        .await;
+        store
+            .change_revision_status(status_change(
+                &r1.revision.revision_id,
+                RevisionStatus::Draft,
+                RevisionStatus::Deprecated,
+                &alice,
+            ))
+            .await
+            .unwrap();
+        store
+            .set_asset_status(
+                &r1.skill.skill_id,
+                AssetStatus::Archived,
+                AuditDraft::new("skill.archive", &who)
+                    .workspace(&alice.personal_workspace_id)
+                    .skill(&r1.skill.skill_id),
+            )
+            .await
+            .unwrap();
+        save(&store, &bob, "bobs", draft("b")).await;
+        store
+            .append_audit(
+                AuditDraft::new("execution.finish", &who)
+                    .workspace(&alice.personal_workspace_id)
+                    .skill(&r1.skill.skill_id)
+                    .revision(&r2.revision.revision_id)
+                    .details(json!({"status": "success", "duration_ms": 12, "ratio": 0.5, "nested": {"z": 1, "a": [true, null]}})),
+            )
+            .await
+            .unwrap();
+
+        let all = store.list_audit(&AuditFilter::default()).await.unwrap();
+        assert_eq!(
+            all.len(),
+            8,
+            "{:?}",
+            all.iter().map(|e| &e.action).collect::<Vec<_>>()
+        );
+        let seqs: Vec<i64> = all.iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, (1..=8).collect::<Vec<i64>>());
+        assert_eq!(all[0].prev_hash, "");
+        assert_eq!(verify_audit_chain(&all), Ok(()));
+        let actions: Vec<&str> = all.iter().map(|e| e.action.as_str()).collect();
+        assert_eq!(
+            actions,
+            [
+                "account.create",
+                "account.create",
+                "skill.save",
+                "skill.save",
+                "revision.deprecated",
+                "skill.archive",
+                "skill.save",
+                "execution.finish"
+            ]
+        );
+        let last = &all[7];
+        assert_eq!(last.actor, who);
+        assert_eq!(
+            last.details,
+            json!({"status": "success", "duration_ms": 12, "ratio": 0.5, "nested": {"z": 1, "a": [true, null]}})
+        );
+        assert_eq!(all[2].details["revision_number"], json!(1));
+        assert_eq!(all[2].details["slug"], json!("audited"));
+
+        // A tampered entry breaks the chain.
+        let mut tampered = all.clone();
+        tampered[3].details = json!({"forged": true});
+        assert_eq!(verify_audit_chain(&tampered), Err(4));
+
+        let by_skill = store
+            .list_audit(&AuditFilter {
+                skill_id: Some(r1.skill.skill_id.clone()),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        // The status change's audit draft names only the revision.
+        assert_eq!(by_skill.len(), 4);
+        assert!(
+            by_skill
+                .iter()
+                .all(|e| e.skill_id.as_deref() == Some(r1.skill.skill_id.as_str()))
+        );
+
+        let by_ws = store
+            .list_audit(&AuditFilter {
+                workspace_ids: Some(vec![bob.personal_workspace_id.clone()]),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        let bob_actions: Vec<&str> = by_ws.iter().map(|e| e.action.as_str()).collect();
+        assert_eq!(bob_actions, ["account.create", "skill.save"]);
+        let none = store
+            .list_audit(&AuditFilter {
+                workspace_ids: Some(vec![]),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        assert!(none.is_empty());
+        let both = store
+            .list_audit(&AuditFilter {
+                workspace_ids: Some(vec![
+                    alice.personal_workspace_id.clone(),
+                    bob.personal_workspace_id.clone(),
+                ]),
+                skill_id: Some(r1.skill.skill_id.clone()),
+                limit: 2,
+            })
+            .await
+            .unwrap();
+        assert_eq!(both.len(), 2);
+        assert_eq!(both[0].seq, 3);
+        let limited = store
+            .list_audit(&AuditFilter {
+                limit: 3,
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        assert_eq!(limited, all[..3].to_vec());
+    }
+
+    pub async fn concurrent_audit_appends_stay_linear(db: &TestDb) {
+        let store = db.store();
+        let alice = account(&store, "alice").await;
+        let mut tasks = Vec::new();
+        for i in 0..40 {
+            let node = db.node(i);
+            let who = actor(&alice.account_id);
+            let ws = alice.personal_workspace_id.clone();
+            tasks.push(tokio::spawn(async move {
+                if i % 4 == 0 {
+                    let save = draft(&format!("v{i}")).to_save(&ws, "busy", &who);
+                    node.save_revision(save).await.map(|_| ())
+                } else {
+                    node.append_audit(
+                        AuditDraft::new("execution.finish", &who)
+                            .workspace(&ws)
+                            .details(json!({"i": i})),
+                    )
+                    .await
+                }
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap().unwrap();
+        }
+        let all = store.list_audit(&AuditFilter::default()).await.unwrap();
+        assert_eq!(all.len(), 41);
+        assert_eq!(verify_audit_chain(&all), Ok(()));
+        let seqs: Vec<i64> = all.iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, (1..=41).collect::<Vec<i64>>());
+    }
+
+    pub async fn audit_log_is_append_only(db: &TestDb) {
+        let store = db.store();
+        account(&store, "alice").await;
+        let update = db
+            .raw_execute("UPDATE audit_log SET action = 'forged'")
+            .await;
+        assert!(update.is_err(), "UPDATE of the audit log succeeded");
+        let delete = db.raw_execute("DELETE FROM audit_log").await;
+        assert!(delete.is_err(), "DELETE from the audit log succeeded");
+        let all = store.list_audit(&AuditFilter::default()).await.unwrap();
+        assert_eq!(all.len(), 1);
+        assert_eq!(all[0].action, "account.create");
+    }
+
+    pub async fn table_counts_use_common_names(db: &TestDb) {
+        let store = db.store();
+        let counts = store.table_counts().await.unwrap();
+        let names: Vec<&str> = counts.keys().map(String::as_str).collect();
+        assert_eq!(names, TABLE_NAMES);
+        assert!(counts.values().all(|n| *n == 0));
+        let alice = account(&store, "alice").await;
+        save(
+            &store,
+            &alice,
+            "x",
+            draft("x").status(RevisionStatus::Published),
+        )
+        .await;
+        let counts = store.table_counts().await.unwrap();
+        let expected: BTreeMap<String, u64> = [
+            ("accounts", 1),
+            ("api_keys", 0),
+            ("audit_log", 2),
+            ("blobs", 0),
+            ("memberships", 1),
+            ("revision_components", 0),
+            ("revisions", 1),
+            ("skills", 1),
+            ("skills_fts", 1),
+            ("workspaces", 1),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        assert_eq!(counts, expected);
+        store.ping().await.unwrap();
+        assert!(["sqlite", "postgres"].contains(&store.backend()));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Both backends side by side, and PostgreSQL-only behaviour
+// ---------------------------------------------------------------------------------------------
+
+/// The same script on both backends gives the same observable results (ids and timestamps
+/// aside): row shapes, orderings and search rankings.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn both_backends_answer_alike() {
+    let Some(pg) = postgres_db().await else {
+        return;
+    };
+    let lite = sqlite_db().await;
+    let a = transcript(&lite.store()).await;
+    let b = transcript(&pg.store()).await;
+    assert_eq!(a.len(), b.len());
+    let mismatches: Vec<String> = a
+        .iter()
+        .zip(&b)
+        .filter(|(x, y)| x != y)
+        .map(|(x, y)| format!("sqlite:   {x}\npostgres: {y}"))
+        .collect();
+    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+}
+
+async fn transcript(store: &DynStore) -> Vec<String> {
+    let mut out = Vec::new();
+    let alice = account(store, "alice").await;
+    let bob = account(store, "Bob_2").await;
+    let team = store
+        .create_team(
+            NewTeam {
+                handle: "a-team".into(),
+                name: "A team".into(),
+                owner_account_id: bob.account_id.clone(),
+            },
+            AuditDraft::new("team.create", &actor(&bob.account_id)),
+        )
+        .await
+        .unwrap();
+    store
+        .put_member(
+            &team.workspace_id,
+            &alice.account_id,
+            Role::Viewer,
+            AuditDraft::new("m", &actor(&bob.account_id)),
+        )
+        .await
+        .unwrap();
+    let ids = |s: &str, map: &[(&str, &str)]| {
+        let mut s = s.to_string();
+        for (from, to) in map {
+            s = s.replace(from, to);
+        }
+        s
+    };
+    let map = [
+        (alice.account_id.as_str(), "<alice>"),
+        (bob.account_id.as_str(), "<bob>"),
+        (alice.personal_workspace_id.as_str(), "<alice-ws>"),
+        (bob.personal_workspace_id.as_str(), "<bob-ws>"),
+        (team.workspace_id.as_str(), "<team>"),
+    ];
+    for m in store.memberships(&alice.account_id).await.unwrap() {
+        out.push(ids(
+            &format!(
+                "membership {} {} {:?} {}",
+                m.workspace.workspace_id, m.workspace.handle, m.workspace.kind, m.role
+            ),
+            &map,
+        ));
+    }
+    for m in store.list_members(&team.workspace_id).await.unwrap() {
+        out.push(format!("member {} {} {}", m.handle, m.display_name, m.role));
+    }
+    let corpus = [
+        ("deploy", "Deploy", "Ship the build to production"),
+        (
+            "deploy-canary",
+            "Canary deployment",
+            "Deploy to a small slice first, then deploy everywhere",
+        ),
+        ("rollback", "Rollback", "Undo a bad deploy quickly"),
+        ("a_b", "Underscore", "Sorts between upper and lower case"),
+        ("Zeta", "Zeta", "Upper-case slug sorts first bytewise"),
+        ("zeta-2", "Zeta two", "Follow-up for zeta deploys"),
+        (
+            "db-migrate",
+            "Database migration",
+            "Run deploy.sh then migrate the database",
+        ),
+        ("incident", "Incident response", "Page the on-call engineer"),
+    ];
+    for (slug, name, description) in corpus {
+        let d = draft(&format!("body of {slug}"))
+            .named(name, description)
+            .status(RevisionStatus::Published)
+            .components(vec![
+                component("b/Z.md", ComponentType::Document, slug.as_bytes()),
+                component("b/a.md", ComponentType::Document, b"shared"),
+                component("B/c.md", ComponentType::Document, b"other"),
+            ])
+            .metadata(json!({"zeta": 1, "alpha": {"y": [1, 2.5, "x"], "b": null}}));
+        let o = save(store, &alice, slug, d).await;
+        out.push(format!(
+            "saved {} #{} {} {} {:?}",
+            o.skill.slug,
+            o.revision.revision_number,
+            o.revision.status,
+            o.revision.canonical_hash,
+            o.revision
+                .components
+                .iter()
+                .map(|c| format!(
+                    "{}:{}:{}:{}",
+                    c.logical_path, c.component_type, c.size, c.media_type
+                ))
+                .collect::<Vec<_>>()
+        ));
+        out.push(serde_json::to_string(&o.revision.metadata).unwrap());
+    }
+    for s in store
+        .list_skills(std::slice::from_ref(&alice.personal_workspace_id))
+        .await
+        .unwrap()
+    {
+        out.push(format!(
+            "skill {} {} {}",
+            s.slug, s.name, s.latest_revision_number
+        ));
+    }
+    for q in [
+        "deploy",
+        "deploy production",
+        "canary deployment",
+        "zeta",
+        "migrate database",
+        "dep",
+        "undo",
+        "ship",
+        "the",
+        "on call",
+        "deploy sh",
+        "follow up",
+    ] {
+        let hits = search(
+            store,
+            q,
+            &[&alice.personal_workspace_id, &team.workspace_id],
+        )
+        .await;
+        // Exact matches lead on both; relevance order within the rest is engine-specific
+        // (BM25 with IDF vs. cover density), so only the set is compared there.
+        let exact: Vec<&str> = hits
+            .iter()
+            .take_while(|h| h.score >= 1000.0)
+            .map(|h| h.slug.as_str())
+            .collect();
+        let mut rest: Vec<&str> = hits
+            .iter()
+            .skip(exact.len())
+            .map(|h| h.slug.as_str())
+            .collect();
+        assert!(hits.iter().skip(exact.len()).all(|h| h.score < 1000.0));
+        rest.sort_unstable();
+        out.push(format!("search {q:?} -> exact {exact:?} then {rest:?}"));
+    }
+    let counts = store.table_counts().await.unwrap();
+    out.push(format!("{counts:?}"));
+    let audit = store.list_audit(&AuditFilter::default()).await.unwrap();
+    assert_eq!(verify_audit_chain(&audit), Ok(()));
+    for e in audit {
+        out.push(ids(
+            &format!("audit {} {} {:?}", e.seq, e.action, e.workspace_id),
+            &map,
+        ));
+    }
+    out
+}
+
+mod postgres_only {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn migrations_are_idempotent_and_safe_to_race() {
+        let Some((options, _guard)) = postgres_fresh_database().await else {
+            return;
+        };
+        let a = PostgresStore::connect_with(options.clone(), test_pool_settings())
+            .await
+            .unwrap();
+        let b = PostgresStore::connect_with(options.clone(), test_pool_settings())
+            .await
+            .unwrap();
+        assert!(!a.schema_is_current().await.unwrap());
+        let (ra, rb) = tokio::join!(a.migrate(), b.migrate());
+        ra.unwrap();
+        rb.unwrap();
+        assert!(a.schema_is_current().await.unwrap());
+        a.migrate().await.unwrap();
+        let mut c = PgConnection::connect_with(&options).await.unwrap();
+        let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM schema_migrations")
+            .fetch_one(&mut c)
+            .await
+            .unwrap();
+        assert_eq!(n, 1);
+        a.close().await;
+        b.close().await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn test_database_is_dropped_even_when_the_test_panics() {
+        let Some((_admin, mut conn)) = postgres_admin().await else {
+            return;
+        };
+        let name = Arc::new(std::sync::Mutex::new(String::new()));
+        let slot = name.clone();
+        let failing = tokio::spawn(async move {
+            let (options, _guard) = postgres_fresh_database().await.unwrap();
+            *slot.lock().unwrap() = options.get_database().unwrap().to_string();
+            let store = PostgresStore::connect_with(options, test_pool_settings())
+                .await
+                .unwrap();
+            store.migrate().await.unwrap(); // leaves pooled connections open
+            panic!("deliberate failure to exercise the drop guard");
+        });
+        assert!(failing.await.unwrap_err().is_panic());
+        let name = name.lock().unwrap().clone();
+        assert!(name.starts_with("xmemo_t_"), "{name}");
+        let exists: bool =
+            sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)")
+                .bind(&name)
+                .fetch_one(&mut conn)
+                .await
+                .unwrap();
+        assert!(!exists, "{name} was left behind");
+    }
+
+    #[tokio::test]
+    async fn connect_and_migrate_by_url() {
+        let Some((options, _guard)) = postgres_fresh_database().await else {
+            return;
+        };
+        let url = format!(
+            "postgres://{}@{}:{}/{}",
+            options.get_username(),
+            options.get_host(),
+            options.get_port(),
+            options.get_database().unwrap()
+        );
+        let store = PostgresStore::connect_and_migrate(&url, PgPoolSettings::default())
+            .await
+            .unwrap();
+        assert!(store.schema_is_current().await.unwrap());
+        store.ping().await.unwrap();
+        assert_eq!(store.backend(), "postgres");
+        store.close().await;
+    }
+
+    #[tokio::test]
+    async fn unreachable_server_is_unavailable_without_the_password() {
+        let url = "postgres://xmemo:sup3r%2Fsecret@127.0.0.1:1/xmemo?password=other-s3cret";
+        let settings = PgPoolSettings {
+            connect_timeout: Duration::from_secs(5),
+            ..Default::default()
+        };
+        match PostgresStore::connect(url, settings.clone()).await {
+            Err(StoreError::Unavailable(m)) => {
+                eprintln!("unreachable: {m}");
+                assert!(!m.contains("sup3r") && !m.contains("other-s3cret"), "{m}");
+                assert!(m.contains("127.0.0.1:1"), "{m}");
+            }
+            other => panic!("expected Unavailable, got {other:?}"),
+        }
+        for bad in [
+            "postgres://xmemo:sup3rsecret@127.0.0.1:notaport/xmemo",
+            "postgres://xmemo:sup3rsecret/x?y@127.0.0.1:1/xmemo",
+            "postgresql://xmemo:sup3rsecret@127.0.0.1:1/xmemo",
+            "mysql://xmemo:sup3rsecret@127.0.0.1/xmemo",
+            "not a url sup3rsecret",
+        ] {
+            match PostgresStore::connect(bad, settings.clone()).await {
+                Err(StoreError::Unavailable(m)) => {
+                    eprintln!("invalid: {m}");
+                    assert!(!m.contains("sup3rsecret"), "{m}");
+                }
+                other => panic!("expected Unavailable for {bad}, got {other:?}"),
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn unknown_database_is_unavailable() {
+        let Some((admin, _conn)) = postgres_admin().await else {
+            return;
+        };
+        let options = admin.database("xmemo_t_does_not_exist");
+        match PostgresStore::connect_with(options, PgPoolSettings::default()).await {
+            Err(StoreError::Unavailable(m)) => {
+                eprintln!("unknown database: {m}");
+                assert!(m.contains("does not exist"), "{m}");
+            }
+            other => panic!("expected Unavailable, got {other:?}"),
+        }
+    }
+}
