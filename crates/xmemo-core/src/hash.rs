@@ -69,8 +69,10 @@ pub fn canonical_hash(
 mod tests {
     use super::*;
 
+    type Components = Vec<(String, ComponentType, String)>;
+
     /// The worked example of docs/canonical-hash.md: if this changes, the doc must change too.
-    pub(crate) fn worked_example() -> (Map<String, Value>, Vec<(String, ComponentType, String)>) {
+    pub(crate) fn worked_example() -> (Map<String, Value>, Components) {
         let mut metadata = Map::new();
         metadata.insert("license".into(), json!("MIT"));
         metadata.insert("metadata".into(), json!({"team": "ops", "version": 2}));

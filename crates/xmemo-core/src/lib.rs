@@ -1,7 +1,9 @@
 //! Pure domain model of xmemo (no IO): identifiers, Skill / SkillRevision / SkillComponent,
-//! the limits of SPEC §1, lifecycle transitions of SPEC §2 and the canonical hash.
+//! the limits of SPEC §1, lifecycle transitions of SPEC §2, the canonical hash, and skill
+//! packages (SKILL.md, ZIP, Source Capsule) and revision diffs of SPEC §6.
 #![forbid(unsafe_code)]
 
+pub mod diff;
 pub mod error;
 pub mod hash;
 pub mod ids;
@@ -9,6 +11,7 @@ pub mod lifecycle;
 pub mod limits;
 pub mod media;
 pub mod model;
+pub mod package;
 pub mod validate;
 
 pub use error::{ErrorCode, ValidationError};

@@ -5,6 +5,9 @@ use crate::limits::*;
 use crate::model::RevisionContent;
 use std::collections::HashMap;
 
+/// Frontmatter fields that live beside the metadata, never inside it.
+pub const RESERVED_METADATA_KEYS: &[&str] = &["name", "description"];
+
 /// Logical paths reserved by the Source Capsule layout (compared case-insensitively).
 pub const RESERVED_ROOT_PATHS: &[&str] = &["skill.md", "capsule.json"];
 
@@ -65,7 +68,10 @@ fn check_text(field: &str, value: &str, max_chars: usize) -> Result<(), Validati
 /// both backends must accept exactly the same inputs.
 pub fn reject_nul(field: &str, value: &str) -> Result<(), ValidationError> {
     if value.contains('\0') {
-        return Err(ValidationError::invalid(field, "must not contain NUL (U+0000) characters"));
+        return Err(ValidationError::invalid(
+            field,
+            "must not contain NUL (U+0000) characters",
+        ));
     }
     Ok(())
 }
@@ -125,6 +131,14 @@ pub fn validate_logical_path(field: &str, path: &str) -> Result<(), ValidationEr
 /// Every content rule of SPEC §1 for one revision. Count limits are checked before any
 /// per-item work so a hostile request is rejected cheaply.
 pub fn validate_content(content: &RevisionContent) -> Result<(), ValidationError> {
+    if content.components.len() > MAX_COMPONENTS {
+        return Err(ValidationError::too_many(
+            "components",
+            "components",
+            MAX_COMPONENTS as u64,
+            content.components.len() as u64,
+        ));
+    }
     validate_name("name", &content.name)?;
     validate_description("description", &content.description)?;
     if content.instruction_body.trim().is_empty() {
@@ -144,19 +158,20 @@ pub fn validate_content(content: &RevisionContent) -> Result<(), ValidationError
     let metadata_bytes = serde_json::to_vec(&content.metadata)
         .map(|v| v.len())
         .unwrap_or(usize::MAX);
+    if let Some(key) = RESERVED_METADATA_KEYS
+        .iter()
+        .find(|k| content.metadata.contains_key(**k))
+    {
+        return Err(ValidationError::invalid(
+            format!("metadata.{key}"),
+            "is a top-level field of the skill, not metadata",
+        ));
+    }
     if metadata_bytes > METADATA_MAX_BYTES {
         return Err(ValidationError::too_large(
             "metadata",
             METADATA_MAX_BYTES as u64,
             metadata_bytes as u64,
-        ));
-    }
-    if content.components.len() > MAX_COMPONENTS {
-        return Err(ValidationError::too_many(
-            "components",
-            "components",
-            MAX_COMPONENTS as u64,
-            content.components.len() as u64,
         ));
     }
     let mut seen: HashMap<String, usize> = HashMap::new();
@@ -339,6 +354,13 @@ mod tests {
         let err = validate_content(&c).unwrap_err();
         assert_eq!(err.field, "components[1].logical_path");
         assert!(err.message.contains("components[0]"));
+    }
+
+    #[test]
+    fn metadata_cannot_shadow_name_or_description() {
+        let mut c = content();
+        c.metadata.insert("name".into(), "x".into());
+        assert_eq!(validate_content(&c).unwrap_err().field, "metadata.name");
     }
 
     #[test]

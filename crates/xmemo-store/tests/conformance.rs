@@ -14,11 +14,11 @@ use sqlx::postgres::{PgConnectOptions, PgConnection};
 use sqlx::{AssertSqlSafe, Connection};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 use xmemo_core::{AssetStatus, ComponentType, RevisionStatus, Role, WorkspaceKind};
-use xmemo_store::postgres::{PgPoolSettings, PostgresStore, redact_url};
+use xmemo_store::postgres::{PgPoolSettings, PostgresStore};
+use xmemo_testkit::{PgDropGuard, postgres_admin, postgres_fresh_database};
 use xmemo_store::sqlite::SqliteStore;
 use xmemo_store::*;
 
@@ -94,101 +94,6 @@ async fn sqlite_db() -> TestDb {
         raw: Raw::Sqlite(path),
         _guard: Guard::Sqlite(dir),
     }
-}
-
-fn postgres_url() -> String {
-    std::env::var("XMEMO_TEST_POSTGRES_URL")
-        .ok()
-        .filter(|u| !u.trim().is_empty())
-        .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/postgres".into())
-}
-
-/// A connection to the server's maintenance database, or `None` (after saying why) when the
-/// server is unreachable outside CI.
-async fn postgres_admin() -> Option<(PgConnectOptions, PgConnection)> {
-    let url = postgres_url();
-    let options = PgConnectOptions::from_str(&url).unwrap_or_else(|e| {
-        panic!(
-            "XMEMO_TEST_POSTGRES_URL {} is invalid: {e}",
-            redact_url(&url)
-        )
-    });
-    let attempt =
-        tokio::time::timeout(Duration::from_secs(5), PgConnection::connect_with(&options)).await;
-    let reason = match attempt {
-        Ok(Ok(conn)) => return Some((options, conn)),
-        Ok(Err(e)) => e.to_string(),
-        Err(_) => "no answer within 5 s".to_string(),
-    };
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!(
-            "PostgreSQL at {} is unreachable ({reason}) and CI=true: the PostgreSQL conformance cases must run in CI",
-            redact_url(&url)
-        );
-    }
-    eprintln!(
-        "SKIPPED: PostgreSQL at {} is unreachable ({reason}); set XMEMO_TEST_POSTGRES_URL to run the PostgreSQL cases (CI=true makes this a failure)",
-        redact_url(&url)
-    );
-    None
-}
-
-/// Drops the test database when the test ends, also when it panicked. The DROP runs on its own
-/// thread and runtime, so it works from any runtime flavour and during unwinding.
-pub struct PgDropGuard {
-    admin: PgConnectOptions,
-    name: String,
-}
-
-impl Drop for PgDropGuard {
-    fn drop(&mut self) {
-        let admin = self.admin.clone();
-        let name = self.name.clone();
-        let dropped = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .map_err(|e| e.to_string())?;
-            rt.block_on(async move {
-                let mut c = PgConnection::connect_with(&admin)
-                    .await
-                    .map_err(|e| e.to_string())?;
-                sqlx::query(AssertSqlSafe(format!(
-                    "DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"
-                )))
-                .execute(&mut c)
-                .await
-                .map_err(|e| e.to_string())?;
-                let _ = c.close().await;
-                Ok::<(), String>(())
-            })
-        })
-        .join();
-        match dropped {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => eprintln!("could not drop test database {}: {e}", self.name),
-            Err(_) => eprintln!(
-                "could not drop test database {}: the drop thread panicked",
-                self.name
-            ),
-        }
-    }
-}
-
-/// Creates `xmemo_t_<random>` and returns its connect options with the guard that drops it.
-async fn postgres_fresh_database() -> Option<(PgConnectOptions, PgDropGuard)> {
-    let (admin, mut conn) = postgres_admin().await?;
-    let name = format!("xmemo_t_{}", uuid::Uuid::now_v7().simple());
-    sqlx::query(AssertSqlSafe(format!("CREATE DATABASE \"{name}\"")))
-        .execute(&mut conn)
-        .await
-        .unwrap();
-    let _ = conn.close().await;
-    let guard = PgDropGuard {
-        admin: admin.clone(),
-        name: name.clone(),
-    };
-    Some((admin.database(&name), guard))
 }
 
 fn test_pool_settings() -> PgPoolSettings {

@@ -1,4 +1,6 @@
-//! A real server on port 0 over a fresh SQLite database, plus helpers to talk to it.
+//! A real server on port 0 over a fresh database, plus helpers to talk to it. The backend is
+//! SQLite unless `XMEMO_TEST_BACKEND=postgres`, in which case every test gets its own fresh
+//! PostgreSQL database (created and dropped by `xmemo_testkit`).
 #![allow(dead_code)]
 
 use reqwest::{Client, Method, StatusCode};
@@ -9,6 +11,7 @@ use xmemo_server::app::{build_app, serve};
 use xmemo_server::rest::ServerInfo;
 use xmemo_server::service::types::{CreateAccountRequest, CreateKeyRequest};
 use xmemo_store::Store;
+use xmemo_store::postgres::{PgPoolSettings, PostgresStore};
 use xmemo_store::sqlite::SqliteStore;
 
 pub struct TestServer {
@@ -18,17 +21,40 @@ pub struct TestServer {
     pub admin_key: String,
     pub http: Client,
     _dir: tempfile::TempDir,
+    _pg: Option<xmemo_testkit::PgDropGuard>,
+}
+
+/// A fresh store of the backend the environment selects.
+pub async fn fresh_store(
+    dir: &std::path::Path,
+) -> (Arc<dyn Store>, Option<xmemo_testkit::PgDropGuard>) {
+    if std::env::var("XMEMO_TEST_BACKEND").as_deref() == Ok("postgres") {
+        let (options, guard) = xmemo_testkit::postgres_fresh_database()
+            .await
+            .expect("XMEMO_TEST_BACKEND=postgres needs a reachable PostgreSQL");
+        let store = PostgresStore::connect_with(options, PgPoolSettings::default())
+            .await
+            .expect("connect postgres");
+        store.migrate().await.expect("migrate postgres");
+        (Arc::new(store), Some(guard))
+    } else {
+        let store = SqliteStore::open(&dir.join("xmemo.db"))
+            .await
+            .expect("open sqlite");
+        (Arc::new(store), None)
+    }
 }
 
 impl TestServer {
     pub async fn start() -> Self {
+        Self::start_configured(|service| service).await
+    }
+
+    /// Like [`TestServer::start`], with the service adjusted first (e.g. `with_sandbox`).
+    pub async fn start_configured(configure: impl FnOnce(Service) -> Service) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
-        let store: Arc<dyn Store> = Arc::new(
-            SqliteStore::open(&dir.path().join("xmemo.db"))
-                .await
-                .expect("open sqlite"),
-        );
-        let service = Service::new(store.clone());
+        let (store, pg) = fresh_store(dir.path()).await;
+        let service = configure(Service::new(store.clone()));
         let key_path = xmemo_server::bootstrap::bootstrap_admin(&service, dir.path())
             .await
             .expect("bootstrap")
@@ -47,6 +73,7 @@ impl TestServer {
             ServerInfo {
                 public_url: url.clone(),
                 version: "test",
+                ..Default::default()
             },
         );
         tokio::spawn(serve(listener, app, std::future::pending()));
@@ -57,6 +84,7 @@ impl TestServer {
             admin_key,
             http: Client::new(),
             _dir: dir,
+            _pg: pg,
         }
     }
 

@@ -1,0 +1,227 @@
+//! Test helpers: build ZIP archives in memory (including hostile ones, by patching raw
+//! header bytes where the writer refuses to produce them) and read the real-world corpus.
+#![allow(dead_code)]
+
+use std::io::{Cursor, Read, Write};
+use std::path::{Path, PathBuf};
+use xmemo_core::package::PackageFile;
+use zip::write::SimpleFileOptions;
+use zip::{CompressionMethod, ZipArchive, ZipWriter};
+
+pub const SKILL_MD: &[u8] = b"---\nname: demo\ndescription: A demo skill\nlicense: MIT\n---\n\n# Demo\n\nRun `scripts/run.py`.\n";
+
+pub fn options(method: CompressionMethod) -> SimpleFileOptions {
+    SimpleFileOptions::default()
+        .compression_method(method)
+        .system(zip::System::Unix)
+        .unix_permissions(0o644)
+}
+
+/// A ZIP of regular files, deflated.
+pub fn zip_of(entries: &[(&str, &[u8])]) -> Vec<u8> {
+    zip_with(entries, CompressionMethod::Deflated)
+}
+
+pub fn zip_with(entries: &[(&str, &[u8])], method: CompressionMethod) -> Vec<u8> {
+    let mut w = ZipWriter::new(Cursor::new(Vec::new()));
+    for (name, bytes) in entries {
+        if name.ends_with('/') {
+            w.add_directory(name.trim_end_matches('/'), options(method))
+                .unwrap();
+        } else {
+            w.start_file(*name, options(method)).unwrap();
+            w.write_all(bytes).unwrap();
+        }
+    }
+    w.finish().unwrap().into_inner()
+}
+
+/// Regular files plus one symlink entry.
+pub fn zip_with_symlink(entries: &[(&str, &[u8])], link: &str, target: &str) -> Vec<u8> {
+    let mut w = ZipWriter::new(Cursor::new(Vec::new()));
+    for (name, bytes) in entries {
+        w.start_file(*name, options(CompressionMethod::Deflated))
+            .unwrap();
+        w.write_all(bytes).unwrap();
+    }
+    w.add_symlink(link, target, options(CompressionMethod::Stored))
+        .unwrap();
+    w.finish().unwrap().into_inner()
+}
+
+/// Every entry of an archive, in order (for rewriting capsules in tests).
+pub fn entries_of(zip: &[u8]) -> Vec<(String, Vec<u8>)> {
+    let mut a = ZipArchive::new(Cursor::new(zip)).unwrap();
+    (0..a.len())
+        .map(|i| {
+            let mut f = a.by_index(i).unwrap();
+            let mut bytes = Vec::new();
+            f.read_to_end(&mut bytes).unwrap();
+            (f.name().unwrap().to_string(), bytes)
+        })
+        .collect()
+}
+
+pub fn rezip(entries: &[(String, Vec<u8>)]) -> Vec<u8> {
+    let refs: Vec<(&str, &[u8])> = entries
+        .iter()
+        .map(|(n, b)| (n.as_str(), b.as_slice()))
+        .collect();
+    zip_of(&refs)
+}
+
+/// Replaces every occurrence of `from` by `to` (same length) in the raw archive: used to
+/// give entries names the writer would refuse (`../x`, `/abs`, duplicates…). Names appear
+/// in the local header and the central directory; both are patched.
+pub fn patch_bytes(zip: &mut [u8], from: &[u8], to: &[u8]) {
+    assert_eq!(from.len(), to.len());
+    let mut found = 0;
+    let mut i = 0;
+    while i + from.len() <= zip.len() {
+        if &zip[i..i + from.len()] == from {
+            zip[i..i + from.len()].copy_from_slice(to);
+            found += 1;
+            i += from.len();
+        } else {
+            i += 1;
+        }
+    }
+    assert!(
+        found >= 2,
+        "expected the name in both headers, found {found}"
+    );
+}
+
+/// Calls `f(header_bytes_from_signature)` for the local header and the central directory
+/// record of the entry named `name`.
+fn for_headers_of(
+    zip: &mut [u8],
+    name: &str,
+    mut local: impl FnMut(&mut [u8]),
+    mut central: impl FnMut(&mut [u8]),
+) {
+    let name = name.as_bytes();
+    let mut i = 0;
+    let mut hits = 0;
+    while i + 46 <= zip.len() {
+        if zip[i..i + 4] == [0x50, 0x4b, 0x03, 0x04] {
+            let len = u16::from_le_bytes([zip[i + 26], zip[i + 27]]) as usize;
+            if zip.get(i + 30..i + 30 + len) == Some(name) {
+                local(&mut zip[i..]);
+                hits += 1;
+            }
+        } else if zip[i..i + 4] == [0x50, 0x4b, 0x01, 0x02] {
+            let len = u16::from_le_bytes([zip[i + 28], zip[i + 29]]) as usize;
+            if zip.get(i + 46..i + 46 + len) == Some(name) {
+                central(&mut zip[i..]);
+                hits += 1;
+            }
+        }
+        i += 1;
+    }
+    assert_eq!(hits, 2, "entry {name:?} not found in both headers");
+}
+
+/// Sets the "encrypted" bit of the general-purpose flags of one entry.
+pub fn set_encrypted(zip: &mut [u8], name: &str) {
+    for_headers_of(zip, name, |h| h[6] |= 1, |h| h[8] |= 1);
+}
+
+/// Sets the compression method of one entry (e.g. 12 = bzip2).
+pub fn set_method(zip: &mut [u8], name: &str, method: u16) {
+    let m = method.to_le_bytes();
+    for_headers_of(
+        zip,
+        name,
+        |h| h[8..10].copy_from_slice(&m),
+        |h| h[10..12].copy_from_slice(&m),
+    );
+}
+
+/// Makes both headers of one entry claim `size` uncompressed bytes.
+pub fn set_uncompressed_size(zip: &mut [u8], name: &str, size: u32) {
+    let s = size.to_le_bytes();
+    for_headers_of(
+        zip,
+        name,
+        |h| h[22..26].copy_from_slice(&s),
+        |h| h[24..28].copy_from_slice(&s),
+    );
+}
+
+/// Sets the unix mode (high 16 bits of the external attributes) in the central directory.
+pub fn set_unix_mode(zip: &mut [u8], name: &str, mode: u32) {
+    for_headers_of(
+        zip,
+        name,
+        |_| {},
+        |h| {
+            let attrs = (mode << 16).to_le_bytes();
+            h[38..42].copy_from_slice(&attrs);
+            h[5] = 3; // version made by: Unix
+        },
+    );
+}
+
+/// Deterministic pseudo-random bytes (incompressible).
+pub fn noise(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect()
+}
+
+/// `../shared/corpus/anthropics-skills` beside the repository, or `XMEMO_CORPUS_DIR`.
+pub fn corpus_dir() -> Option<PathBuf> {
+    let dir = std::env::var_os("XMEMO_CORPUS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus/anthropics-skills")
+        });
+    dir.is_dir().then_some(dir)
+}
+
+/// Every regular file under `dir`, paths relative to it with `/`, sorted.
+pub fn read_tree(dir: &Path) -> Vec<PackageFile> {
+    fn walk(root: &Path, dir: &Path, out: &mut Vec<PackageFile>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let entry = entry.unwrap();
+            let path = entry.path();
+            let kind = entry.file_type().unwrap();
+            if kind.is_dir() {
+                walk(root, &path, out);
+            } else if kind.is_file() {
+                let rel = path.strip_prefix(root).unwrap();
+                let rel = rel
+                    .components()
+                    .map(|c| c.as_os_str().to_str().unwrap().to_string())
+                    .collect::<Vec<_>>()
+                    .join("/");
+                out.push(PackageFile::new(rel, std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, dir, &mut out);
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    out
+}
+
+/// A ZIP of files, all under `folder/` (as a "download as ZIP" gives them).
+pub fn zip_tree(folder: &str, files: &[PackageFile]) -> Vec<u8> {
+    let names: Vec<String> = files
+        .iter()
+        .map(|f| format!("{folder}/{}", f.path))
+        .collect();
+    let entries: Vec<(&str, &[u8])> = names
+        .iter()
+        .zip(files)
+        .map(|(n, f)| (n.as_str(), f.bytes.as_slice()))
+        .collect();
+    zip_of(&entries)
+}

@@ -1,0 +1,303 @@
+//! Revision diffs: word-level body and text components, component classes, binary by hash,
+//! metadata by key, and the deadline that keeps large inputs from hanging a request.
+
+use serde_json::json;
+use std::time::{Duration, Instant};
+use xmemo_core::diff::{MetadataChangeKind, TextDiff, WordOpKind, diff_revisions, word_diff};
+use xmemo_core::{ComponentInput, ComponentType, RevisionContent};
+
+const BUDGET: Duration = Duration::from_secs(2);
+
+fn component(path: &str, t: ComponentType, bytes: &[u8]) -> ComponentInput {
+    ComponentInput {
+        logical_path: path.into(),
+        component_type: t,
+        content: bytes.to_vec(),
+    }
+}
+
+fn base() -> RevisionContent {
+    let mut metadata = serde_json::Map::new();
+    metadata.insert("license".into(), json!("MIT"));
+    metadata.insert("metadata".into(), json!({"team": "ops", "version": 1}));
+    metadata.insert("allowed-tools".into(), json!("Bash Read"));
+    RevisionContent {
+        name: "Deploy".into(),
+        description: "How we deploy".into(),
+        instruction_body: "Run the check script, then deploy to staging.\n".into(),
+        metadata,
+        components: vec![
+            component("scripts/check.py", ComponentType::Script, b"print('ok')\n"),
+            component(
+                "references/a.md",
+                ComponentType::Reference,
+                b"alpha beta gamma\n",
+            ),
+            component(
+                "assets/logo.png",
+                ComponentType::Artifact,
+                &[0x89, 0xff, 0x00, 0x01],
+            ),
+            component("LICENSE.txt", ComponentType::Document, b"Apache"),
+            component("old.md", ComponentType::Document, b"to be removed"),
+        ],
+    }
+}
+
+fn rebuild(d: &TextDiff) -> (String, String) {
+    let side = |skip: WordOpKind| -> String {
+        d.ops
+            .iter()
+            .filter(|o| o.op != skip)
+            .map(|o| o.text.as_str())
+            .collect()
+    };
+    (side(WordOpKind::Insert), side(WordOpKind::Delete))
+}
+
+#[test]
+fn identical_revisions() {
+    let d = diff_revisions(&base(), &base(), BUDGET);
+    assert!(d.identical);
+    assert!(!d.timed_out);
+    assert!(!d.instruction_body.changed);
+    assert_eq!(d.components.unchanged.len(), 5);
+    assert!(d.metadata.is_empty());
+    assert!(d.name.is_none() && d.description.is_none());
+}
+
+#[test]
+fn word_level_body_diff() {
+    let mut new = base();
+    new.instruction_body = "Run the lint script, then deploy to production.\n".into();
+    let d = diff_revisions(&base(), &new, BUDGET);
+    assert!(!d.identical);
+    let body = &d.instruction_body;
+    assert!(body.changed);
+    let deleted: Vec<&str> = body
+        .ops
+        .iter()
+        .filter(|o| o.op == WordOpKind::Delete)
+        .map(|o| o.text.as_str())
+        .collect();
+    let inserted: Vec<&str> = body
+        .ops
+        .iter()
+        .filter(|o| o.op == WordOpKind::Insert)
+        .map(|o| o.text.as_str())
+        .collect();
+    assert_eq!(deleted, ["check", "staging."]);
+    assert_eq!(inserted, ["lint", "production."]);
+    assert_eq!((body.words_deleted, body.words_inserted), (2, 2));
+    assert_eq!(d.summary.body_words_inserted, 2);
+    let (old, newer) = rebuild(body);
+    assert_eq!(old, base().instruction_body);
+    assert_eq!(newer, new.instruction_body);
+    // ops alternate: equal runs are merged
+    for pair in body.ops.windows(2) {
+        assert_ne!(pair[0].op, pair[1].op);
+    }
+}
+
+#[test]
+fn component_classes() {
+    let mut new = base();
+    new.components.retain(|c| c.logical_path != "old.md");
+    new.components.push(component(
+        "examples/new.md",
+        ComponentType::Example,
+        b"fresh",
+    ));
+    for c in &mut new.components {
+        match c.logical_path.as_str() {
+            "references/a.md" => c.content = b"alpha BETA gamma\n".to_vec(),
+            "assets/logo.png" => c.content = vec![0x89, 0xff, 0x00, 0x02, 0x03],
+            "LICENSE.txt" => c.component_type = ComponentType::Reference,
+            _ => {}
+        }
+    }
+    let d = diff_revisions(&base(), &new, BUDGET);
+    let paths = |v: &Vec<xmemo_core::diff::ComponentSummary>| -> Vec<String> {
+        v.iter().map(|c| c.logical_path.clone()).collect()
+    };
+    assert_eq!(paths(&d.components.added), ["examples/new.md"]);
+    assert_eq!(paths(&d.components.removed), ["old.md"]);
+    assert_eq!(paths(&d.components.unchanged), ["scripts/check.py"]);
+    let modified: Vec<&str> = d
+        .components
+        .modified
+        .iter()
+        .map(|c| c.logical_path.as_str())
+        .collect();
+    assert_eq!(
+        modified,
+        ["LICENSE.txt", "assets/logo.png", "references/a.md"]
+    );
+
+    let license = &d.components.modified[0];
+    assert!(license.type_changed && !license.content_changed);
+    assert!(license.text_diff.is_none());
+
+    let logo = &d.components.modified[1];
+    assert!(logo.content_changed);
+    assert!(
+        logo.text_diff.is_none(),
+        "binary components are compared by hash"
+    );
+    assert!(!logo.new.is_text);
+    assert_ne!(logo.old.content_hash, logo.new.content_hash);
+    assert_eq!((logo.old.size, logo.new.size), (4, 5));
+
+    let reference = &d.components.modified[2];
+    let td = reference.text_diff.as_ref().unwrap();
+    assert_eq!((td.words_deleted, td.words_inserted), (1, 1));
+    assert!(
+        td.ops
+            .iter()
+            .any(|o| o.op == WordOpKind::Insert && o.text == "BETA")
+    );
+
+    assert_eq!(d.summary.components_added, 1);
+    assert_eq!(d.summary.components_removed, 1);
+    assert_eq!(d.summary.components_modified, 3);
+    assert_eq!(d.summary.components_unchanged, 1);
+}
+
+#[test]
+fn metadata_by_key() {
+    let mut new = base();
+    new.metadata.remove("allowed-tools");
+    new.metadata.insert("license".into(), json!("Apache-2.0"));
+    new.metadata
+        .insert("compatibility".into(), json!("python>=3.11"));
+    new.metadata.insert(
+        "metadata".into(),
+        json!({"team": "ops", "version": 2, "a/b~c": true}),
+    );
+    let d = diff_revisions(&base(), &new, BUDGET);
+    let changes: Vec<(&str, MetadataChangeKind)> = d
+        .metadata
+        .iter()
+        .map(|c| (c.key.as_str(), c.change))
+        .collect();
+    assert_eq!(
+        changes,
+        [
+            ("/allowed-tools", MetadataChangeKind::Removed),
+            ("/compatibility", MetadataChangeKind::Added),
+            ("/license", MetadataChangeKind::Changed),
+            ("/metadata/a~1b~0c", MetadataChangeKind::Added),
+            ("/metadata/version", MetadataChangeKind::Changed),
+        ]
+    );
+    let license = &d.metadata[2];
+    assert_eq!(license.old, Some(json!("MIT")));
+    assert_eq!(license.new, Some(json!("Apache-2.0")));
+    assert_eq!(d.summary.metadata_changes, 5);
+}
+
+#[test]
+fn name_and_description_changes() {
+    let mut new = base();
+    new.name = "Deploy v2".into();
+    new.description = "How we deploy now".into();
+    let d = diff_revisions(&base(), &new, BUDGET);
+    assert_eq!(d.name.as_ref().unwrap().old, "Deploy");
+    assert_eq!(d.name.as_ref().unwrap().new, "Deploy v2");
+    assert_eq!(d.description.as_ref().unwrap().new, "How we deploy now");
+    assert!(!d.identical);
+}
+
+#[test]
+fn json_shape() {
+    let mut new = base();
+    new.instruction_body.push_str("Then verify.\n");
+    let d = diff_revisions(&base(), &new, BUDGET);
+    let v = serde_json::to_value(&d).unwrap();
+    assert_eq!(v["instruction_body"]["ops"][0]["op"], "equal");
+    assert_eq!(v["instruction_body"]["ops"][1]["op"], "insert");
+    assert_eq!(v["instruction_body"]["ops"][1]["text"], "Then verify.\n");
+    assert_eq!(v["components"]["unchanged"][0]["type"], "document");
+    assert_eq!(v["identical"], false);
+    assert_eq!(v["timed_out"], false);
+    // and back
+    let back: xmemo_core::diff::RevisionDiff = serde_json::from_value(v).unwrap();
+    assert_eq!(back, d);
+}
+
+fn random_words(n: usize, seed: u64) -> String {
+    let mut x = seed | 1;
+    let mut s = String::with_capacity(n * 6);
+    for i in 0..n {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let len = 1 + (x % 8) as usize;
+        for k in 0..len {
+            s.push((b'a' + ((x >> (k * 5)) % 26) as u8) as char);
+        }
+        s.push(if i % 12 == 11 { '\n' } else { ' ' });
+    }
+    s
+}
+
+#[test]
+fn large_inputs_are_bounded_by_the_deadline() {
+    // Two unrelated texts of 200,000 words each: an unbounded Myers diff is quadratic here.
+    let old = random_words(200_000, 1);
+    let new = random_words(200_000, 2);
+    let start = Instant::now();
+    let d = word_diff(&old, &new, Duration::from_millis(200));
+    let elapsed = start.elapsed();
+    assert!(elapsed < Duration::from_secs(5), "took {elapsed:?}");
+    assert!(d.changed);
+    let (o, n) = rebuild(&d);
+    assert_eq!(o, old, "a coarse diff is still exact");
+    assert_eq!(n, new);
+    eprintln!(
+        "200k-word random diff: {elapsed:?}, timed_out={}, {} ops",
+        d.timed_out,
+        d.ops.len()
+    );
+}
+
+#[test]
+fn revision_diff_reports_the_deadline() {
+    let mut old = base();
+    let mut new = base();
+    old.instruction_body = random_words(150_000, 3);
+    new.instruction_body = random_words(150_000, 4);
+    old.components.push(component(
+        "references/big.md",
+        ComponentType::Reference,
+        random_words(20_000, 5).as_bytes(),
+    ));
+    new.components.push(component(
+        "references/big.md",
+        ComponentType::Reference,
+        random_words(20_000, 6).as_bytes(),
+    ));
+    let start = Instant::now();
+    let d = diff_revisions(&old, &new, Duration::from_millis(100));
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        start.elapsed()
+    );
+    assert!(d.timed_out);
+    let (o, n) = rebuild(&d.instruction_body);
+    assert_eq!((o, n), (old.instruction_body, new.instruction_body));
+}
+
+#[test]
+fn small_edits_in_large_texts_stay_precise() {
+    let old = random_words(50_000, 7);
+    let mut new = old.clone();
+    let at = old[old.len() / 2..].find(' ').unwrap() + old.len() / 2 + 1;
+    new.insert_str(at, "INSERTED ");
+    let d = word_diff(&old, &new, BUDGET);
+    assert!(!d.timed_out);
+    assert_eq!(d.words_inserted, 1);
+    assert_eq!(d.words_deleted, 0);
+    assert_eq!(d.ops.len(), 3);
+}
