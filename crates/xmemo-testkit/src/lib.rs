@@ -102,3 +102,87 @@ pub async fn postgres_fresh_database() -> Option<(PgConnectOptions, PgDropGuard)
     Some((admin.database(&name), guard))
 }
 
+/// A running `xmemo serve` child process, killed when dropped. Its stderr is drained for its
+/// whole life (so it never blocks on a full pipe) and the listening address is parsed from
+/// the `xmemo: listening on http://…` line.
+pub struct ServerProcess {
+    child: std::process::Child,
+    pub url: String,
+}
+
+impl ServerProcess {
+    /// Starts `bin serve --listen 127.0.0.1:0 <args…>` with the given extra environment and
+    /// none of the XMEMO_* settings of the caller's environment.
+    pub fn start(bin: &str, args: &[&str], envs: &[(&str, &str)]) -> ServerProcess {
+        use std::io::{BufRead, BufReader};
+        use std::process::{Command, Stdio};
+        let mut cmd = Command::new(bin);
+        for (key, _) in std::env::vars() {
+            if key.starts_with("XMEMO_") {
+                cmd.env_remove(key);
+            }
+        }
+        cmd.args(["serve", "--listen", "127.0.0.1:0"])
+            .args(args)
+            .env("XMEMO_LOG", "warn")
+            .envs(envs.iter().copied())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("spawn xmemo serve");
+        let stderr = child.stderr.take().expect("piped stderr");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                let _ = tx.send(line);
+            }
+        });
+        let mut server = ServerProcess {
+            child,
+            url: String::new(),
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        let mut seen = Vec::new();
+        while server.url.is_empty() {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(line) => {
+                    if let Some(rest) = line.strip_prefix("xmemo: listening on ") {
+                        server.url = rest.split_whitespace().next().unwrap_or("").to_string();
+                    }
+                    seen.push(line);
+                }
+                Err(_) => panic!(
+                    "xmemo serve did not report its address; stderr:\n{}",
+                    seen.join("\n")
+                ),
+            }
+        }
+        server
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A fresh database as a URL for a child process (`--database-url`), with its drop guard.
+pub async fn postgres_fresh_database_url() -> Option<(String, PgDropGuard)> {
+    let (options, guard) = postgres_fresh_database().await?;
+    let base = postgres_url();
+    let without_query = base.split('?').next().unwrap_or(&base);
+    let server = without_query
+        .rsplit_once('/')
+        .map(|(server, _)| server)
+        .unwrap_or(without_query);
+    let name = options.get_database().unwrap_or_default().to_string();
+    Some((format!("{server}/{name}"), guard))
+}

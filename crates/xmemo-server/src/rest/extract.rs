@@ -58,6 +58,37 @@ fn json_rejection(r: JsonRejection) -> ServiceError {
     }
 }
 
+/// An optional JSON body: empty means `T::default()`; malformed → VALIDATION_ERROR, over the
+/// body limit → PAYLOAD_TOO_LARGE.
+pub struct OptionalJson<T>(pub T);
+
+impl<T: DeserializeOwned + Default, S: Send + Sync> FromRequest<S> for OptionalJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let body = axum::body::Bytes::from_request(req, state)
+            .await
+            .map_err(|e| {
+                if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+                    ServiceError::TooLarge("request body exceeds the size limit".into(), None)
+                } else {
+                    ServiceError::Validation(
+                        format!("could not read the body: {}", e.body_text()),
+                        None,
+                    )
+                }
+            })?;
+        if body.iter().all(u8::is_ascii_whitespace) {
+            return Ok(OptionalJson(T::default()));
+        }
+        serde_json::from_slice(&body)
+            .map(OptionalJson)
+            .map_err(|e| {
+                ServiceError::Validation(format!("request body is not valid: {e}"), None).into()
+            })
+    }
+}
+
 /// Query string; bad values → VALIDATION_ERROR.
 pub struct ApiQuery<T>(pub T);
 
@@ -116,19 +147,23 @@ impl FromRequestParts<AppState> for Authed {
     }
 }
 
+/// The key from `Authorization: Bearer …`, else from `X-API-Key` (an `Authorization` header
+/// of another scheme, e.g. from a proxy, does not hide a valid `X-API-Key`).
 fn credential(parts: &Parts) -> Option<String> {
-    if let Some(value) = parts.headers.get(axum::http::header::AUTHORIZATION) {
-        let text = value.to_str().ok()?.trim();
-        let (scheme, token) = text.split_once(' ')?;
-        return scheme
-            .eq_ignore_ascii_case("bearer")
-            .then(|| token.trim().to_string());
-    }
-    parts
+    let bearer = parts
         .headers
-        .get("x-api-key")
+        .get(axum::http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .map(|v| v.trim().to_string())
+        .and_then(|text| text.trim().split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, token)| token.trim().to_string());
+    bearer.or_else(|| {
+        parts
+            .headers
+            .get("x-api-key")
+            .and_then(|v| v.to_str().ok())
+            .map(|v| v.trim().to_string())
+    })
 }
 
 fn attribution_header(parts: &Parts, name: &str) -> Result<Option<String>, ApiError> {

@@ -1,6 +1,6 @@
 //! Skills, revisions, resources, recall/save and lifecycle actions.
 
-use super::extract::{ApiJson, ApiPath, ApiQuery, Authed};
+use super::extract::{ApiJson, ApiPath, ApiQuery, Authed, OptionalJson};
 use super::{ApiResult, AppState};
 use crate::error::ServiceError;
 use crate::service::types::*;
@@ -195,7 +195,7 @@ async fn lifecycle(
     Authed(p): Authed,
     ApiPath((slug, revision_id, action)): ApiPath<(String, String, String)>,
     ApiQuery(q): ApiQuery<WorkspaceQuery>,
-    body: Bytes,
+    OptionalJson(req): OptionalJson<LifecycleRequest>,
 ) -> ApiResult<Json<Value>> {
     let action = match action.as_str() {
         "publish" => LifecycleAction::Publish,
@@ -209,7 +209,6 @@ async fn lifecycle(
             .into());
         }
     };
-    let req: LifecycleRequest = optional_json(&body)?;
     let revision = state
         .service
         .change_status(
@@ -235,9 +234,8 @@ async fn archive(
     Authed(p): Authed,
     ApiPath(slug): ApiPath<String>,
     ApiQuery(q): ApiQuery<WorkspaceQuery>,
-    body: Bytes,
+    OptionalJson(req): OptionalJson<ReasonBody>,
 ) -> ApiResult<Json<Value>> {
-    let req: ReasonBody = optional_json(&body)?;
     let skill = state
         .service
         .set_archived(&p, &slug, q.workspace.as_deref(), true, req.reason)
@@ -250,23 +248,11 @@ async fn restore(
     Authed(p): Authed,
     ApiPath(slug): ApiPath<String>,
     ApiQuery(q): ApiQuery<WorkspaceQuery>,
-    body: Bytes,
+    OptionalJson(req): OptionalJson<ReasonBody>,
 ) -> ApiResult<Json<Value>> {
-    let req: ReasonBody = optional_json(&body)?;
     let skill = state
         .service
         .set_archived(&p, &slug, q.workspace.as_deref(), false, req.reason)
         .await?;
     Ok(Json(json!({ "skill": skill })))
-}
-
-/// An optional JSON body: empty means the default.
-pub(super) fn optional_json<T: serde::de::DeserializeOwned + Default>(
-    body: &[u8],
-) -> Result<T, ServiceError> {
-    if body.iter().all(u8::is_ascii_whitespace) {
-        return Ok(T::default());
-    }
-    serde_json::from_slice(body)
-        .map_err(|e| ServiceError::Validation(format!("request body is not valid: {e}"), None))
 }

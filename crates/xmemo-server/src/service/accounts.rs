@@ -166,6 +166,7 @@ impl Service {
     }
 
     pub async fn list_accounts(&self, principal: &Principal) -> ServiceResult<Vec<Account>> {
+        principal.require(Scope::Read)?;
         if !principal.account.is_admin {
             return Err(ServiceError::PermissionDenied(
                 "only server administrators list accounts".into(),

@@ -13,7 +13,7 @@ use xmemo_core::{
 };
 use xmemo_store::{
     AuditDraft, ComponentManifest, NewComponent, Revision, SaveRevision, Skill, StatusChange,
-    hashed_components,
+    Workspace, hashed_components,
 };
 
 impl Service {
@@ -22,20 +22,14 @@ impl Service {
         principal.require(Scope::Write)?;
         xmemo_core::validate_slug("slug", &req.slug)?;
         let access = self.access(principal).await?;
-        let membership = match req.workspace.as_deref() {
-            Some(selector) => access.resolve(selector)?,
-            None => access.personal()?,
-        };
-        let workspace = membership.workspace.clone();
-        let action = match req.intent.unwrap_or(SaveIntent::Draft) {
-            SaveIntent::Draft => LifecycleAction::SaveDraft,
-            SaveIntent::Publish => LifecycleAction::SavePublish,
-        };
-        let status = transition(action, None, workspace.kind, membership.role)?;
+        let target = save_target(&access, req.workspace.as_deref(), req.intent)?;
 
         let existing = self
             .store
-            .find_skills_by_slug(std::slice::from_ref(&workspace.workspace_id), &req.slug)
+            .find_skills_by_slug(
+                std::slice::from_ref(&target.workspace.workspace_id),
+                &req.slug,
+            )
             .await?
             .into_iter()
             .next();
@@ -76,6 +70,57 @@ impl Service {
             metadata: req.metadata.unwrap_or_default(),
             components,
         };
+        self.write_content(
+            principal,
+            target,
+            req.slug,
+            content,
+            req.expected_revision_id,
+            None,
+        )
+        .await
+    }
+
+    /// Saves already-decoded content (an imported package) through the same path as
+    /// [`Service::save`]: scope, workspace and lifecycle checks, every SPEC §1 limit before
+    /// anything is written, one atomic store write, identical content → `created: false`,
+    /// team publish → `proposed`. `source` is stored with the new revision.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn save_content(
+        &self,
+        principal: &Principal,
+        workspace: Option<&str>,
+        slug: String,
+        content: RevisionContent,
+        intent: Option<SaveIntent>,
+        expected_revision_id: Option<String>,
+        source: Option<serde_json::Value>,
+    ) -> ServiceResult<Saved> {
+        principal.require(Scope::Write)?;
+        xmemo_core::validate_slug("slug", &slug)?;
+        let access = self.access(principal).await?;
+        let target = save_target(&access, workspace, intent)?;
+        self.write_content(
+            principal,
+            target,
+            slug,
+            content,
+            expected_revision_id,
+            source,
+        )
+        .await
+    }
+
+    /// The common tail of every save: limits, hashes, one atomic write.
+    async fn write_content(
+        &self,
+        principal: &Principal,
+        target: SaveTarget,
+        slug: String,
+        content: RevisionContent,
+        expected_revision_id: Option<String>,
+        source: Option<serde_json::Value>,
+    ) -> ServiceResult<Saved> {
         validate_content(&content)?;
 
         let new_components: Vec<NewComponent> = content
@@ -101,20 +146,22 @@ impl Service {
             &content.instruction_body,
             &hashed_components(&manifests),
         );
+        let workspace = target.workspace;
         let outcome = self
             .store
             .save_revision(SaveRevision {
                 workspace_id: workspace.workspace_id.clone(),
-                slug: req.slug,
-                expected_revision_id: req.expected_revision_id,
+                slug,
+                expected_revision_id,
                 name: content.name,
                 description: content.description,
                 instruction_body: content.instruction_body,
                 metadata: content.metadata,
                 canonical_hash: hash,
-                status,
+                status: target.status,
                 components: new_components,
                 attribution: principal.attribution(),
+                source,
             })
             .await?;
         Ok(Saved {
@@ -144,18 +191,10 @@ impl Service {
         let (skill, ws, role) = self.resolve_skill(&access, slug, workspace).await?;
         let revision = self.revision_of(&skill, revision_id).await?;
         let to = transition(action, Some(revision.status), ws.kind, role)?;
-        let note = note.map(|n| n.trim().to_string()).filter(|n| !n.is_empty());
+        let note = checked_note("note", note)?;
         if action == LifecycleAction::Reject && note.is_none() {
             return Err(ServiceError::validation(
                 "a rejection needs a review note",
-                "note",
-            ));
-        }
-        if let Some(n) = &note
-            && n.chars().count() > 2000
-        {
-            return Err(ServiceError::validation(
-                "the note is limited to 2000 characters",
                 "note",
             ));
         }
@@ -200,6 +239,7 @@ impl Service {
         reason: Option<String>,
     ) -> ServiceResult<SkillView> {
         principal.require(Scope::Write)?;
+        let reason = checked_note("reason", reason)?;
         let access = self.access(principal).await?;
         let (skill, ws, role) = self.resolve_skill(&access, slug, workspace).await?;
         if !asset_change_allowed(role) {
@@ -281,6 +321,49 @@ impl Service {
             ))),
         }
     }
+}
+
+/// Where a save writes and the status its intent gives there.
+struct SaveTarget {
+    workspace: Workspace,
+    status: RevisionStatus,
+}
+
+/// The workspace a save goes to (default: personal) and the status its intent gives the new
+/// revision for the caller's role there.
+fn save_target(
+    access: &Access,
+    workspace: Option<&str>,
+    intent: Option<SaveIntent>,
+) -> ServiceResult<SaveTarget> {
+    let membership = match workspace {
+        Some(selector) => access.resolve(selector)?,
+        None => access.personal()?,
+    };
+    let action = match intent.unwrap_or(SaveIntent::Draft) {
+        SaveIntent::Draft => LifecycleAction::SaveDraft,
+        SaveIntent::Publish => LifecycleAction::SavePublish,
+    };
+    let status = transition(action, None, membership.workspace.kind, membership.role)?;
+    Ok(SaveTarget {
+        workspace: membership.workspace.clone(),
+        status,
+    })
+}
+
+/// Review notes and archive reasons: trimmed, empty means none, at most 2000 characters.
+fn checked_note(field: &str, text: Option<String>) -> ServiceResult<Option<String>> {
+    let text = text.map(|n| n.trim().to_string()).filter(|n| !n.is_empty());
+    if let Some(n) = &text {
+        if n.chars().count() > 2000 {
+            return Err(ServiceError::validation(
+                format!("{field} is limited to 2000 characters"),
+                field,
+            ));
+        }
+        xmemo_core::validate::reject_nul(field, n)?;
+    }
+    Ok(text)
 }
 
 pub(crate) fn skill_view(skill: &Skill, access: &Access) -> SkillView {
