@@ -1,0 +1,370 @@
+//! The HTTP side of the client: one authenticated connection to the server and the one error
+//! type every failure (server error object, unreachable server, missing key, bad local input)
+//! is reported as.
+
+use super::Conn;
+use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
+use reqwest::{Method, StatusCode, Url};
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use std::fmt;
+use std::time::Duration;
+
+const AGENT_ID_HEADER: &str = "x-memory-os-agent-id";
+const AGENT_INSTANCE_HEADER: &str = "x-memory-os-agent-instance-id";
+
+/// A failed command, in the SPEC error vocabulary.
+#[derive(Debug)]
+pub enum Failure {
+    /// The server answered with its `{"error": {...}}` object.
+    Server { body: Value },
+    /// Detected on this side (no key, unreachable server, bad input, unexpected answer).
+    Local {
+        code: &'static str,
+        message: String,
+        retryable: bool,
+    },
+}
+
+impl Failure {
+    pub fn local(code: &'static str, message: impl Into<String>) -> Self {
+        Self::Local {
+            code,
+            message: message.into(),
+            retryable: false,
+        }
+    }
+
+    /// Bad input given to the CLI (flags, files).
+    pub fn input(message: impl Into<String>) -> Self {
+        Self::local("VALIDATION_ERROR", message)
+    }
+
+    /// The server said something this client does not understand.
+    pub fn unexpected(message: impl Into<String>) -> Self {
+        Self::local("SERVICE_UNAVAILABLE", message)
+    }
+
+    fn error_field(&self, name: &str) -> Option<&Value> {
+        match self {
+            Self::Server { body } => body.get("error").and_then(|e| e.get(name)),
+            Self::Local { .. } => None,
+        }
+    }
+
+    pub fn code(&self) -> &str {
+        match self {
+            Self::Server { .. } => self
+                .error_field("code")
+                .and_then(Value::as_str)
+                .unwrap_or("UNKNOWN"),
+            Self::Local { code, .. } => code,
+        }
+    }
+
+    /// The error object, as the server would have written it.
+    pub fn to_json(&self) -> Value {
+        match self {
+            Self::Server { body } => body.clone(),
+            Self::Local {
+                code,
+                message,
+                retryable,
+            } => json!({ "error": { "code": code, "message": message, "retryable": retryable } }),
+        }
+    }
+
+    /// The error object for any error a command returned.
+    pub fn json_of(e: &anyhow::Error) -> Value {
+        match e.downcast_ref::<Failure>() {
+            Some(f) => f.to_json(),
+            None => Failure::input(format!("{e:#}")).to_json(),
+        }
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Local { message, .. } => f.write_str(message),
+            Self::Server { .. } => {
+                let message = self
+                    .error_field("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("(no message)");
+                write!(f, "{}: {message}", self.code())?;
+                if let Some(details) = self.error_field("details") {
+                    write_details(f, details)?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl std::error::Error for Failure {}
+
+/// Details under the message: one `  candidate:` line per AMBIGUOUS_SLUG candidate, else one
+/// `  key: value` line per field.
+fn write_details(f: &mut fmt::Formatter<'_>, details: &Value) -> fmt::Result {
+    let Some(obj) = details.as_object() else {
+        return write!(f, "\n  details: {details}");
+    };
+    for (key, value) in obj {
+        match (key.as_str(), value.as_array()) {
+            ("candidates", Some(items)) => {
+                for c in items {
+                    let text =
+                        |k: &str| c.get(k).and_then(Value::as_str).unwrap_or("?").to_string();
+                    write!(
+                        f,
+                        "\n  candidate: workspace {} ({}), skill {}  → pass --workspace {}",
+                        text("workspace"),
+                        text("workspace_id"),
+                        text("skill_id"),
+                        text("workspace"),
+                    )?;
+                }
+            }
+            _ => match value.as_str() {
+                Some(s) => write!(f, "\n  {key}: {s}")?,
+                None => write!(f, "\n  {key}: {value}")?,
+            },
+        }
+    }
+    Ok(())
+}
+
+/// Builds a failure as an `anyhow::Error`.
+pub fn fail(f: Failure) -> anyhow::Error {
+    anyhow::Error::new(f)
+}
+
+/// An authenticated connection to one server.
+pub struct Api {
+    client: reqwest::Client,
+    base: Url,
+    /// The base URL as error messages show it (without any password).
+    shown: String,
+}
+
+impl Api {
+    pub fn new(conn: &Conn) -> anyhow::Result<Self> {
+        let base = parse_base(&conn.url)?;
+        let key = conn
+            .key
+            .as_deref()
+            .map(str::trim)
+            .filter(|k| !k.is_empty())
+            .ok_or_else(|| fail(missing_key()))?;
+        let mut headers = HeaderMap::new();
+        let mut auth = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
+            fail(Failure::local(
+                "AUTH_REQUIRED",
+                "the API key contains characters that cannot be sent in an HTTP header; check XMEMO_KEY",
+            ))
+        })?;
+        auth.set_sensitive(true);
+        headers.insert(AUTHORIZATION, auth);
+        for (var, header) in [
+            ("XMEMO_AGENT_ID", AGENT_ID_HEADER),
+            ("XMEMO_AGENT_INSTANCE_ID", AGENT_INSTANCE_HEADER),
+        ] {
+            let Some(value) = std::env::var(var).ok().filter(|v| !v.trim().is_empty()) else {
+                continue;
+            };
+            let value = HeaderValue::from_str(value.trim()).map_err(|_| {
+                fail(Failure::input(format!(
+                    "{var} contains characters that cannot be sent in an HTTP header"
+                )))
+            })?;
+            headers.insert(header, value);
+        }
+        let client = reqwest::Client::builder()
+            .default_headers(headers)
+            .user_agent(concat!("xmemo-cli/", env!("CARGO_PKG_VERSION")))
+            .connect_timeout(Duration::from_secs(10))
+            .timeout(Duration::from_secs(120))
+            .build()
+            .map_err(|e| {
+                fail(Failure::local(
+                    "SERVICE_UNAVAILABLE",
+                    format!("cannot set up the HTTP client: {e}"),
+                ))
+            })?;
+        let mut redacted = base.clone();
+        let _ = redacted.set_password(None);
+        let shown = redacted.as_str().trim_end_matches('/').to_string();
+        Ok(Self {
+            client,
+            base,
+            shown,
+        })
+    }
+
+    /// `<base>/api/v1/<segments…>?<query>`; each segment is percent-encoded on its own, and
+    /// query pairs whose value is `None` are left out.
+    pub fn url(&self, segments: &[&str], query: &[(&str, Option<&str>)]) -> anyhow::Result<Url> {
+        // The URL parser drops `.` and `..` segments and an empty one changes the route, so
+        // such values cannot be sent faithfully; none is a valid slug, id or logical path.
+        if let Some(bad) = segments.iter().find(|s| matches!(**s, "" | "." | "..")) {
+            return Err(fail(Failure::input(format!(
+                "`{bad}` cannot be sent as part of a request path (empty, `.` and `..` segments never appear in slugs, revision ids or resource paths)"
+            ))));
+        }
+        let mut url = self.base.clone();
+        {
+            let mut path = url.path_segments_mut().map_err(|()| {
+                fail(Failure::input(format!(
+                    "`{}` cannot be a base URL",
+                    self.shown
+                )))
+            })?;
+            path.pop_if_empty().extend(["api", "v1"]).extend(segments);
+        }
+        let pairs: Vec<(&str, &str)> = query
+            .iter()
+            .filter_map(|(k, v)| v.map(|v| (*k, v)))
+            .collect();
+        if !pairs.is_empty() {
+            url.query_pairs_mut().extend_pairs(pairs);
+        }
+        Ok(url)
+    }
+
+    /// A JSON request; `None` for an empty (204) answer.
+    pub async fn call(
+        &self,
+        method: Method,
+        url: Url,
+        body: Option<&Value>,
+    ) -> anyhow::Result<Option<Value>> {
+        let mut request = self.client.request(method, url.clone());
+        if let Some(body) = body {
+            request = request.json(body);
+        }
+        let response = request.send().await.map_err(|e| self.transport(e))?;
+        let status = response.status();
+        let bytes = response.bytes().await.map_err(|e| self.transport(e))?;
+        if !status.is_success() {
+            return Err(server_error(status, &bytes, &url));
+        }
+        if status == StatusCode::NO_CONTENT || bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(None);
+        }
+        serde_json::from_slice(&bytes).map(Some).map_err(|_| {
+            fail(Failure::unexpected(format!(
+                "{} answered {status} with something that is not JSON; is {} an xmemo server?",
+                url.path(),
+                self.shown
+            )))
+        })
+    }
+
+    pub async fn get(&self, url: Url) -> anyhow::Result<Value> {
+        self.call(Method::GET, url, None)
+            .await?
+            .ok_or_else(|| fail(Failure::unexpected("the server sent an empty answer")))
+    }
+
+    /// A raw download: the bytes and the `ETag` header when present.
+    pub async fn get_bytes(&self, url: Url) -> anyhow::Result<(Vec<u8>, Option<String>)> {
+        let response = self
+            .client
+            .get(url.clone())
+            .send()
+            .await
+            .map_err(|e| self.transport(e))?;
+        let status = response.status();
+        let etag = response
+            .headers()
+            .get(reqwest::header::ETAG)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        let bytes = response.bytes().await.map_err(|e| self.transport(e))?;
+        if !status.is_success() {
+            return Err(server_error(status, &bytes, &url));
+        }
+        Ok((bytes.to_vec(), etag))
+    }
+
+    /// Connection-level failures name the server URL (never the key).
+    fn transport(&self, e: reqwest::Error) -> anyhow::Error {
+        let mut cause: &dyn std::error::Error = &e;
+        while let Some(next) = cause.source() {
+            cause = next;
+        }
+        let base = &self.shown;
+        let message = if e.is_timeout() {
+            format!("the xmemo server at {base} did not answer in time ({cause})")
+        } else if e.is_connect() {
+            format!(
+                "cannot reach the xmemo server at {base}: {cause}. Is `xmemo serve` running there? Set XMEMO_URL or pass --url."
+            )
+        } else {
+            format!("request to the xmemo server at {base} failed: {cause}")
+        };
+        fail(Failure::Local {
+            code: "SERVICE_UNAVAILABLE",
+            message,
+            retryable: true,
+        })
+    }
+}
+
+/// Typed view of a JSON answer; a shape mismatch is an unexpected answer.
+pub fn decode<T: DeserializeOwned>(value: Value, what: &str) -> anyhow::Result<T> {
+    serde_json::from_value(value).map_err(|e| {
+        fail(Failure::unexpected(format!(
+            "unexpected {what} from the server: {e}"
+        )))
+    })
+}
+
+fn parse_base(text: &str) -> anyhow::Result<Url> {
+    // An empty XMEMO_URL means "not set".
+    let text = if text.trim().is_empty() {
+        super::DEFAULT_URL
+    } else {
+        text
+    };
+    let url = Url::parse(text.trim()).map_err(|e| {
+        fail(Failure::input(format!(
+            "the server URL `{text}` (XMEMO_URL or --url) is not valid: {e}"
+        )))
+    })?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(fail(Failure::input(format!(
+            "the server URL `{text}` must start with http:// or https://"
+        ))));
+    }
+    Ok(url)
+}
+
+fn missing_key() -> Failure {
+    Failure::local(
+        "AUTH_REQUIRED",
+        "no API key: set XMEMO_KEY (or pass --key). On a fresh server the first admin key is in \
+         <data-dir>/admin.key (default ./xmemo-data/admin.key), e.g. export XMEMO_KEY=$(cat xmemo-data/admin.key)",
+    )
+}
+
+fn server_error(status: StatusCode, bytes: &[u8], url: &Url) -> anyhow::Error {
+    match serde_json::from_slice::<Value>(bytes) {
+        Ok(body) if body.get("error").and_then(|e| e.get("code")).is_some() => {
+            fail(Failure::Server { body })
+        }
+        _ => {
+            let snippet: String = String::from_utf8_lossy(bytes).chars().take(200).collect();
+            fail(Failure::Local {
+                code: "SERVICE_UNAVAILABLE",
+                message: format!(
+                    "{} answered {status} without an xmemo error object: {}",
+                    url.path(),
+                    snippet.trim()
+                ),
+                retryable: status.is_server_error(),
+            })
+        }
+    }
+}
