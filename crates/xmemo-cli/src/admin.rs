@@ -31,6 +31,19 @@ enum AdminCommand {
     /// The hash-chained audit log
     #[command(subcommand)]
     Audit(AuditCommand),
+    /// Report the script sandbox (bubblewrap probe, isolation, limits mechanisms) and the
+    /// database (backend, ping). Always exits 0: it reports, it does not judge.
+    Doctor,
+    /// Apply pending schema migrations (for operators who start servers with --no-migrate).
+    Migrate,
+    /// Copy a whole installation between databases, e.g.
+    /// `--from sqlite:./xmemo-data/xmemo.db --to postgres://…`; the target must be empty.
+    Copy {
+        #[arg(long)]
+        from: String,
+        #[arg(long)]
+        to: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -87,6 +100,12 @@ enum AuditCommand {
 }
 
 pub async fn run(args: AdminArgs) -> anyhow::Result<()> {
+    match &args.command {
+        AdminCommand::Doctor => return doctor(&args).await,
+        AdminCommand::Migrate => return crate::admin_db::migrate(&args.db, args.json).await,
+        AdminCommand::Copy { from, to } => return crate::admin_db::copy(from, to, args.json).await,
+        _ => {}
+    }
     let (data_dir, url) = resolve_db_only(&args.db)?;
     let store = open_store(url.as_deref(), &data_dir)
         .await
@@ -207,6 +226,8 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<()> {
             service.revoke_key(&operator, &key_id).await?;
             out(json!({ "revoked": key_id }), format!("revoked {key_id}"));
         }
+        // Answered above, before the database is opened (a broken database is reported).
+        AdminCommand::Doctor | AdminCommand::Migrate | AdminCommand::Copy { .. } => {}
         AdminCommand::Audit(AuditCommand::Verify) => {
             let entries = service.store().list_audit(&AuditFilter::default()).await?;
             match verify_audit_chain(&entries) {
@@ -244,4 +265,141 @@ fn key_request(
         expires_at,
         profile,
     })
+}
+
+/// `xmemo admin doctor`: what this host offers for script execution, and the database.
+async fn doctor(args: &AdminArgs) -> anyhow::Result<()> {
+    use xmemo_server::sandbox::{SandboxConfig, SandboxEngine};
+
+    let config = SandboxConfig::from_env();
+    let engine = SandboxEngine::new(config.clone()).await;
+    let state = engine.state();
+    let fallback = config.allow_unsafe_local_fallback;
+    let verdict = if state.available {
+        "available: executions run isolated in bubblewrap"
+    } else if fallback {
+        "UNAVAILABLE, UNSAFE LOCAL FALLBACK ENABLED: scripts run as plain local processes \
+         (XMEMO_SANDBOX_ALLOW_UNSAFE_LOCAL_FALLBACK=1); never use this for multi-tenant production"
+    } else {
+        "UNAVAILABLE: executions are refused with SANDBOX_UNAVAILABLE (fail closed)"
+    };
+
+    let database = match resolve_db_only(&args.db) {
+        Err(e) => json!({ "ok": false, "error": format!("{e:#}") }),
+        Ok((data_dir, url)) => match open_store(url.as_deref(), &data_dir).await {
+            Err(e) => json!({
+                "ok": false,
+                "backend": backend_of(url.as_deref()),
+                "error": error_detail(&e),
+            }),
+            Ok(store) => match store.ping().await {
+                Ok(()) => json!({ "ok": true, "backend": store.backend() }),
+                Err(e) => json!({
+                    "ok": false,
+                    "backend": store.backend(),
+                    "error": e.to_string(),
+                }),
+            },
+        },
+    };
+
+    let status = if state.available {
+        "available"
+    } else if fallback {
+        "unsafe_local_fallback"
+    } else {
+        "unavailable"
+    };
+    let value = json!({
+        "sandbox": {
+            "status": status,
+            "verdict": verdict,
+            "state": state,
+            "config": {
+                "allow_unsafe_local_fallback": fallback,
+                "bwrap_path": config.bwrap_path.as_ref().map(|p| p.display().to_string()),
+                "scratch_root": config.scratch_root.display().to_string(),
+                "use_cgroups": config.use_cgroups,
+                "cgroup_parent": config.cgroup_parent.as_ref().map(|p| p.display().to_string()),
+            },
+        },
+        "database": database,
+    });
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&value).unwrap_or_default()
+        );
+        return Ok(());
+    }
+    let yes_no = |b: bool| if b { "yes" } else { "no" };
+    let mut text = format!("sandbox: {verdict}\n");
+    text.push_str(&format!(
+        "  isolation:        {}\n",
+        isolation_label(state.isolation)
+    ));
+    text.push_str(&format!("  runs accepted:    {}\n", yes_no(state.runnable)));
+    text.push_str(&format!("  reason:           {}\n", state.reason));
+    text.push_str(&format!(
+        "  bubblewrap:       {}\n",
+        match (&state.bwrap_version, &state.bwrap_path) {
+            (Some(v), Some(p)) => format!("{v} at {p}"),
+            (None, Some(p)) => format!("? at {p}"),
+            (Some(v), None) => v.clone(),
+            (None, None) => "not found".to_string(),
+        }
+    ));
+    text.push_str(&format!(
+        "  cgroups:          {}\n",
+        state
+            .cgroups
+            .as_deref()
+            .unwrap_or("none (memory/process limits fall back to rlimits, CPU unenforced)")
+    ));
+    text.push_str(&format!("  seccomp filter:   {}\n", yes_no(state.seccomp)));
+    text.push_str(&format!(
+        "  dedicated uids:   {}\n",
+        yes_no(state.dedicated_uids)
+    ));
+    text.push_str(&format!(
+        "  unsafe fallback:  {}\n",
+        if fallback { "ENABLED" } else { "off" }
+    ));
+    let db_ok = database["ok"].as_bool().unwrap_or(false);
+    text.push_str(&format!(
+        "database: {} — {}",
+        database["backend"].as_str().unwrap_or("?"),
+        if db_ok {
+            "ping ok".to_string()
+        } else {
+            format!(
+                "NOT REACHABLE: {}",
+                database["error"].as_str().unwrap_or("unknown error")
+            )
+        }
+    ));
+    println!("{text}");
+    Ok(())
+}
+
+fn isolation_label(isolation: xmemo_server::sandbox::Isolation) -> &'static str {
+    match isolation {
+        xmemo_server::sandbox::Isolation::Bubblewrap => "bubblewrap",
+        xmemo_server::sandbox::Isolation::UnsafeLocal => "unsafe_local",
+    }
+}
+
+fn backend_of(url: Option<&str>) -> &'static str {
+    match url {
+        Some(u) if u.starts_with("postgres") => "postgres",
+        _ => "sqlite",
+    }
+}
+
+/// The full detail of a service error (the operator runs this on the server host).
+fn error_detail(e: &xmemo_server::ServiceError) -> String {
+    match e {
+        xmemo_server::ServiceError::Internal(detail) => detail.clone(),
+        other => other.to_string(),
+    }
 }

@@ -5,7 +5,8 @@
 //! [`skilldir`] reads a skill directory from disk.
 
 mod accounts;
-mod http;
+mod execute;
+pub(crate) mod http;
 mod output;
 mod save;
 mod skilldir;
@@ -36,6 +37,8 @@ pub struct Conn {
 pub enum ClientCommand {
     /// Level 0: find published skills by text
     Search(skills::SearchArgs),
+    /// Run a declared script of a pinned revision in the server's sandbox
+    Execute(execute::ExecuteArgs),
     /// Level 1: a skill's instructions and resource list; with --revision and --resource,
     /// Level 2: one resource of that pinned revision
     Recall(skills::RecallArgs),
@@ -76,6 +79,7 @@ impl ClientCommand {
             Self::Workspaces(a) => &a.conn,
             Self::Keys(a) => &a.conn,
             Self::Whoami(a) => &a.conn,
+            Self::Execute(a) => &a.conn,
         }
     }
 }
@@ -109,5 +113,6 @@ async fn dispatch(cmd: ClientCommand) -> anyhow::Result<()> {
         ClientCommand::Workspaces(a) => accounts::workspaces(a).await,
         ClientCommand::Keys(a) => accounts::keys(a).await,
         ClientCommand::Whoami(a) => accounts::whoami(a).await,
+        ClientCommand::Execute(a) => execute::execute(a).await,
     }
 }

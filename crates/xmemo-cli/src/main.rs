@@ -2,7 +2,10 @@
 //! commands that drive a running server over its REST API.
 
 mod admin;
+mod admin_db;
 mod client;
+mod mcp_bridge;
+mod packages;
 mod serve;
 mod settings;
 
@@ -10,7 +13,11 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "xmemo", version, about = "Self-hostable memory server for AI agents (Cloud Skills)")]
+#[command(
+    name = "xmemo",
+    version,
+    about = "Self-hostable memory server for AI agents (Cloud Skills)"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -22,13 +29,20 @@ enum Command {
     Serve(settings::ServeArgs),
     /// Operator commands that act directly on the server's database.
     Admin(admin::AdminArgs),
+    /// MCP server on stdio that forwards to a remote xmemo over HTTP(S) (XMEMO_URL, XMEMO_KEY)
+    Mcp(mcp_bridge::McpArgs),
     #[command(flatten)]
     Client(client::ClientCommand),
+    #[command(flatten)]
+    Packages(packages::PackageCommand),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
@@ -39,7 +53,9 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Serve(args) => serve::run(args).await,
             Command::Admin(args) => admin::run(args).await,
+            Command::Mcp(args) => mcp_bridge::run(args).await,
             Command::Client(cmd) => client::run(cmd).await,
+            Command::Packages(cmd) => packages::run(cmd).await,
         }
     });
     match result {

@@ -4,16 +4,35 @@ use crate::settings::{ServeArgs, resolve};
 use anyhow::Context;
 use xmemo_server::Service;
 use xmemo_server::app::{build_app, serve};
-use xmemo_server::bootstrap::{bootstrap_admin, open_store};
+use xmemo_server::bootstrap::{bootstrap_admin, open_store_with};
 use xmemo_server::rest::ServerInfo;
+use xmemo_server::sandbox::{Isolation, SandboxConfig, SandboxEngine};
 
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     init_tracing();
     let settings = resolve(&args)?;
-    let store = open_store(settings.database_url.as_deref(), &settings.data_dir)
-        .await
-        .map_err(|e| anyhow::anyhow!("cannot open the database: {e}"))?;
-    let service = Service::new(store);
+    // Refuse to start with an MCP contract or execute-profile list the server cannot enforce.
+    settings
+        .mcp
+        .profiles()
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let store = open_store_with(
+        settings.database_url.as_deref(),
+        &settings.data_dir,
+        !args.no_migrate,
+    )
+    .await
+    .map_err(|e| anyhow::anyhow!("cannot open the database: {e}"))?;
+    let sandbox = SandboxEngine::new(SandboxConfig::from_env()).await;
+    let state = sandbox.state();
+    if !state.available {
+        tracing::warn!(reason = %state.reason, "script execution is unavailable: execute_cloud_skill answers SANDBOX_UNAVAILABLE");
+    } else if state.isolation == Isolation::UnsafeLocal {
+        tracing::warn!(
+            "XMEMO_SANDBOX_ALLOW_UNSAFE_LOCAL_FALLBACK=1: scripts run WITHOUT isolation; never use this for multi-tenant production"
+        );
+    }
+    let service = Service::new(store).with_sandbox(sandbox);
     if let Some(path) = bootstrap_admin(&service, &settings.data_dir)
         .await
         .map_err(|e| anyhow::anyhow!("first-start bootstrap failed: {e}"))?
@@ -38,10 +57,13 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         ServerInfo {
             public_url: public_url.clone(),
             version: env!("CARGO_PKG_VERSION"),
+            mcp: settings.mcp.clone(),
         },
     );
     tracing::info!(listen = %local, data_dir = %settings.data_dir.display(), "xmemo serving");
-    eprintln!("xmemo: listening on http://{local} (REST under {public_url}/api/v1)");
+    eprintln!(
+        "xmemo: listening on http://{local} (REST under {public_url}/api/v1, MCP at {public_url}/mcp)"
+    );
     serve(listener, app, shutdown_signal()).await?;
     Ok(())
 }
@@ -51,6 +73,7 @@ fn init_tracing() {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn,tower_http=warn"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr)
         .try_init();
 }

@@ -17,18 +17,45 @@ pub struct ServeArgs {
     /// Public base URL clients use to reach this server (defaults to http://<listen>)
     #[arg(long, env = "XMEMO_PUBLIC_URL")]
     pub public_url: Option<String>,
+    /// Do not migrate the schema on start; refuse to start when it is behind (run
+    /// `xmemo admin migrate` explicitly)
+    #[arg(long, env = "XMEMO_NO_MIGRATE")]
+    pub no_migrate: bool,
+    #[command(flatten)]
+    pub mcp: McpArgs,
+}
+
+/// Settings of the MCP endpoint (`/mcp`).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct McpArgs {
+    /// Host header values accepted on /mcp, comma-separated (`host` or `host:port`; `*` = any,
+    /// which turns DNS-rebinding protection off). The public URL's host is always accepted.
+    /// [default: localhost,127.0.0.1,::1]
+    #[arg(long, env = "XMEMO_ALLOWED_HOSTS", value_delimiter = ',')]
+    pub allowed_hosts: Vec<String>,
+    /// Browser origins accepted on /mcp, comma-separated (e.g. https://app.example.com), besides
+    /// origins on an allowed host
+    #[arg(long, env = "XMEMO_ALLOWED_ORIGINS", value_delimiter = ',')]
+    pub allowed_origins: Vec<String>,
+    /// Client profiles in which execute_cloud_skill is exposed, comma-separated [default: none]
+    #[arg(long, env = "XMEMO_EXECUTE_PROFILES", value_delimiter = ',')]
+    pub execute_profiles: Vec<String>,
+    /// MCP client-profile contract to enforce instead of the built-in
+    /// config/mcp-documentation-contract.json
+    #[arg(long, env = "XMEMO_MCP_CONTRACT")]
+    pub mcp_contract: Option<PathBuf>,
 }
 
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct DbArgs {
     /// Data directory [env: XMEMO_DATA_DIR] [default: ./xmemo-data]
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub data_dir: Option<PathBuf>,
     /// Database URL: sqlite:PATH or postgres://… [env: XMEMO_DATABASE_URL] [default: SQLite in the data dir]
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub database_url: Option<String>,
     /// Settings file [env: XMEMO_CONFIG] [default: ./xmemo.toml when present]
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub config: Option<PathBuf>,
 }
 
@@ -39,6 +66,10 @@ struct FileSettings {
     data_dir: Option<PathBuf>,
     database_url: Option<String>,
     public_url: Option<String>,
+    allowed_hosts: Option<Vec<String>>,
+    allowed_origins: Option<Vec<String>>,
+    execute_profiles: Option<Vec<String>>,
+    mcp_contract: Option<PathBuf>,
 }
 
 /// Settings after every source is applied.
@@ -48,6 +79,7 @@ pub struct Settings {
     pub data_dir: PathBuf,
     pub database_url: Option<String>,
     pub public_url: Option<String>,
+    pub mcp: xmemo_server::mcp::McpConfig,
 }
 
 fn env(name: &str) -> Option<String> {
@@ -55,7 +87,10 @@ fn env(name: &str) -> Option<String> {
 }
 
 fn load_file(explicit: Option<&Path>) -> anyhow::Result<FileSettings> {
-    let path = match explicit.map(Path::to_path_buf).or_else(|| env("XMEMO_CONFIG").map(PathBuf::from)) {
+    let path = match explicit
+        .map(Path::to_path_buf)
+        .or_else(|| env("XMEMO_CONFIG").map(PathBuf::from))
+    {
         Some(p) => p,
         None => {
             let default = PathBuf::from("xmemo.toml");
@@ -73,6 +108,7 @@ fn load_file(explicit: Option<&Path>) -> anyhow::Result<FileSettings> {
 pub fn resolve(args: &ServeArgs) -> anyhow::Result<Settings> {
     let file = load_file(args.db.config.as_deref())?;
     let db = resolve_db(&args.db, &file);
+    let mcp = resolve_mcp(&args.mcp, &file);
     Ok(Settings {
         listen: args
             .listen
@@ -83,7 +119,33 @@ pub fn resolve(args: &ServeArgs) -> anyhow::Result<Settings> {
         data_dir: db.0,
         database_url: db.1,
         public_url: args.public_url.clone().or(file.public_url),
+        mcp,
     })
+}
+
+/// Flag / environment (clap) > file > default, per list.
+fn resolve_mcp(args: &McpArgs, file: &FileSettings) -> xmemo_server::mcp::McpConfig {
+    let list = |given: &[String], from_file: &Option<Vec<String>>| -> Vec<String> {
+        let given: Vec<String> = given
+            .iter()
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+            .collect();
+        if given.is_empty() {
+            from_file.clone().unwrap_or_default()
+        } else {
+            given
+        }
+    };
+    xmemo_server::mcp::McpConfig {
+        contract_path: args
+            .mcp_contract
+            .clone()
+            .or_else(|| file.mcp_contract.clone()),
+        allowed_hosts: list(&args.allowed_hosts, &file.allowed_hosts),
+        allowed_origins: list(&args.allowed_origins, &file.allowed_origins),
+        execute_profiles: list(&args.execute_profiles, &file.execute_profiles),
+    }
 }
 
 fn resolve_db(args: &DbArgs, file: &FileSettings) -> (PathBuf, Option<String>) {

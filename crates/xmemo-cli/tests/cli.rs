@@ -2,11 +2,9 @@
 //! temporary data directory, driven by the real binary.
 
 use serde_json::Value;
-use std::io::{BufRead, BufReader};
+
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
 
 const BIN: &str = env!("CARGO_BIN_EXE_xmemo");
 
@@ -32,66 +30,19 @@ fn command(cwd: &Path) -> Command {
     cmd
 }
 
-/// A running `xmemo serve`, killed when dropped.
-struct Server {
-    child: Child,
-    url: String,
-}
+/// A running `xmemo serve` on `data_dir`, killed when dropped.
+struct Server;
 
 impl Server {
-    fn start(data_dir: &Path) -> Server {
-        let mut child = command(data_dir.parent().unwrap_or(data_dir))
-            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-            .arg(data_dir)
-            .env("XMEMO_LOG", "warn")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn xmemo serve");
-        let stderr = child.stderr.take().expect("piped stderr");
-        let (tx, rx) = mpsc::channel();
-        // Keeps draining stderr for the server's whole life so it never blocks on a full pipe.
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines() {
-                let Ok(line) = line else { break };
-                let _ = tx.send(line);
-            }
-        });
-        let mut server = Server {
-            child,
-            url: String::new(),
-        };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        let mut seen = Vec::new();
-        while server.url.is_empty() {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match rx.recv_timeout(left) {
-                Ok(line) => {
-                    if let Some(rest) = line.strip_prefix("xmemo: listening on ") {
-                        server.url = rest.split_whitespace().next().unwrap_or("").to_string();
-                    }
-                    seen.push(line);
-                }
-                Err(_) => panic!(
-                    "xmemo serve did not report its address; stderr:\n{}",
-                    seen.join("\n")
-                ),
-            }
-        }
+    fn start(data_dir: &Path) -> xmemo_testkit::ServerProcess {
+        let dir = data_dir.to_str().expect("utf-8 temp path");
+        let server = xmemo_testkit::ServerProcess::start(BIN, &["--data-dir", dir], &[]);
         assert!(
             server.url.starts_with("http://127.0.0.1:"),
             "{}",
             server.url
         );
         server
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -180,7 +131,7 @@ impl Client {
 }
 
 /// A server on a fresh data dir and a client holding its bootstrap admin key.
-fn setup() -> (tempfile::TempDir, Server, Client) {
+fn setup() -> (tempfile::TempDir, xmemo_testkit::ServerProcess, Client) {
     let tmp = tempfile::tempdir().expect("tempdir");
     let data = tmp.path().join("data");
     let server = Server::start(&data);

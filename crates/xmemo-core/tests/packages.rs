@@ -424,3 +424,35 @@ fn repository_archive_subtree() {
         "unsafe_path"
     );
 }
+
+#[test]
+fn subtree_of_an_archive_that_lists_its_folders() {
+    // GitHub archives have an entry for every folder, including the top one and the
+    // subtree's own (`repo-sha/`, `repo-sha/skills/pdf/`): those are not paths to refuse.
+    let zip = zip_of(&[
+        ("repo-sha/", b""),
+        ("repo-sha/SKILL.md", SKILL_MD),
+        ("repo-sha/skills/", b""),
+        ("repo-sha/skills/pdf/", b""),
+        ("repo-sha/skills/pdf/SKILL.md", SKILL_MD),
+        ("repo-sha/skills/pdf/scripts/", b""),
+        ("repo-sha/skills/pdf/scripts/run.py", b"print(1)"),
+    ]);
+    let limits = ArchiveLimits::default();
+    for (subtree, expected) in [
+        (
+            "repo-sha",
+            vec![
+                "SKILL.md",
+                "skills/pdf/SKILL.md",
+                "skills/pdf/scripts/run.py",
+            ],
+        ),
+        ("repo-sha/skills/pdf", vec!["SKILL.md", "scripts/run.py"]),
+        ("repo-sha/skills/pdf/", vec!["SKILL.md", "scripts/run.py"]),
+    ] {
+        let files = unzip_subtree(&zip, &limits, subtree).unwrap();
+        let paths: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
+        assert_eq!(paths, expected, "{subtree}");
+    }
+}

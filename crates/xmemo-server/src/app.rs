@@ -26,13 +26,17 @@ pub fn build_app(service: Service, info: ServerInfo) -> Router {
         .route("/openapi.json", get(openapi))
         .fallback(rest::not_found)
         .method_not_allowed_fallback(rest::method_not_allowed);
+    let mcp = crate::mcp::routes(&state);
     Router::new()
         .nest("/api/v1", api.clone())
         .nest("/v1", api)
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics))
         .route("/openapi.json", get(openapi))
+        .merge(mcp)
         .fallback(rest::not_found)
+        .method_not_allowed_fallback(rest::method_not_allowed)
         .with_state(state)
         .layer(DefaultBodyLimit::max(rest::BODY_LIMIT_BYTES))
         .layer(CatchPanicLayer::custom(panic_response))
@@ -54,12 +58,23 @@ async fn healthz() -> Json<serde_json::Value> {
     Json(json!({ "status": "ok" }))
 }
 
+/// Ready when the database answers. The sandbox state is reported, not required: a server
+/// without script execution still serves recall and save.
 async fn readyz(State(state): State<AppState>) -> Response {
     let store = state.service.store();
+    let sandbox = state.service.sandbox_state().map(|s| {
+        json!({
+            "available": s.available,
+            "isolation": s.isolation,
+            "reason": s.reason,
+            "bwrap_version": s.bwrap_version,
+        })
+    });
     match store.ping().await {
         Ok(()) => Json(json!({
             "status": "ready",
             "database": store.backend(),
+            "sandbox": sandbox,
             "version": state.info.version,
         }))
         .into_response(),
@@ -67,11 +82,30 @@ async fn readyz(State(state): State<AppState>) -> Response {
             tracing::warn!(error = %e, "readiness check failed");
             (
                 StatusCode::SERVICE_UNAVAILABLE,
-                Json(json!({ "status": "unavailable", "database": store.backend() })),
+                Json(json!({ "status": "unavailable", "database": store.backend(), "sandbox": sandbox })),
             )
                 .into_response()
         }
     }
+}
+
+/// Prometheus text exposition of the service's counters, for server administrators (every
+/// endpoint but health and the OpenAPI document needs a credential).
+async fn metrics(
+    State(state): State<AppState>,
+    crate::rest::extract::Authed(principal): crate::rest::extract::Authed,
+) -> Response {
+    if !principal.account.is_admin {
+        return ApiError(ServiceError::PermissionDenied(
+            "metrics are for server administrators".into(),
+        ))
+        .into_response();
+    }
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        state.service.render_metrics(),
+    )
+        .into_response()
 }
 
 async fn openapi() -> Response {

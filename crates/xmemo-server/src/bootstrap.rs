@@ -9,10 +9,21 @@ use xmemo_store::Store;
 use xmemo_store::postgres::{PgPoolSettings, PostgresStore};
 use xmemo_store::sqlite::SqliteStore;
 
-/// `sqlite://…` / `sqlite:…` / `postgres://…`, or `None` for SQLite in the data dir.
+/// `sqlite://…` / `sqlite:…` / `postgres://…`, or `None` for SQLite in the data dir; applies
+/// pending migrations.
 pub async fn open_store(
     database_url: Option<&str>,
     data_dir: &Path,
+) -> ServiceResult<Arc<dyn Store>> {
+    open_store_with(database_url, data_dir, true).await
+}
+
+/// As [`open_store`]; with `migrate == false` the schema is left alone and a database that
+/// is behind this binary is refused with a clear error.
+pub async fn open_store_with(
+    database_url: Option<&str>,
+    data_dir: &Path,
+    migrate: bool,
 ) -> ServiceResult<Arc<dyn Store>> {
     match database_url {
         None => {
@@ -22,12 +33,14 @@ pub async fn open_store(
                     data_dir.display()
                 ))
             })?;
-            let store = SqliteStore::open(&data_dir.join("xmemo.db")).await?;
+            let store = SqliteStore::open_with(&data_dir.join("xmemo.db"), migrate).await?;
             Ok(Arc::new(store))
         }
-        Some(url) if url.starts_with("sqlite:") => Ok(Arc::new(SqliteStore::open_url(url).await?)),
+        Some(url) if url.starts_with("sqlite:") => {
+            Ok(Arc::new(SqliteStore::open_url(url, migrate).await?))
+        }
         Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
-            open_postgres(url).await
+            open_postgres(url, migrate).await
         }
         Some(_) => Err(ServiceError::Validation(
             "database URL must start with sqlite: or postgres://".into(),
@@ -36,9 +49,37 @@ pub async fn open_store(
     }
 }
 
-async fn open_postgres(url: &str) -> ServiceResult<Arc<dyn Store>> {
-    let store = PostgresStore::connect_and_migrate(url, PgPoolSettings::default()).await?;
+async fn open_postgres(url: &str, migrate: bool) -> ServiceResult<Arc<dyn Store>> {
+    let store = PostgresStore::connect(url, pool_settings_from_env()).await?;
+    if migrate {
+        store.migrate().await?;
+    } else if !store.schema_is_current().await? {
+        return Err(ServiceError::Unavailable(
+            "the database schema is behind this binary; run `xmemo admin migrate`".into(),
+        ));
+    }
     Ok(Arc::new(store))
+}
+
+/// Pool settings from `XMEMO_DB_MAX_CONNECTIONS` / `XMEMO_DB_MIN_CONNECTIONS` /
+/// `XMEMO_DB_ACQUIRE_TIMEOUT_SECS`, else the defaults.
+fn pool_settings_from_env() -> PgPoolSettings {
+    let read = |name: &str| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+    };
+    let mut settings = PgPoolSettings::default();
+    if let Some(n) = read("XMEMO_DB_MAX_CONNECTIONS") {
+        settings.max_connections = n.clamp(1, 1000) as u32;
+    }
+    if let Some(n) = read("XMEMO_DB_MIN_CONNECTIONS") {
+        settings.min_connections = (n as u32).min(settings.max_connections);
+    }
+    if let Some(n) = read("XMEMO_DB_ACQUIRE_TIMEOUT_SECS") {
+        settings.acquire_timeout = std::time::Duration::from_secs(n.clamp(1, 600));
+    }
+    settings
 }
 
 /// Path of the bootstrap admin key file.

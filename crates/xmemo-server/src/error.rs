@@ -1,7 +1,9 @@
 //! The service's one error type, mapped to the SPEC §10 codes in exactly one place
 //! ([`ServiceError::code`]); transports only render it.
 
+use crate::service::fetch::FetchError;
 use serde_json::Value;
+use xmemo_core::package::PackageError;
 use xmemo_core::{ErrorCode, TransitionError, ValidationError};
 use xmemo_store::StoreError;
 
@@ -27,6 +29,11 @@ pub enum ServiceError {
     SandboxUnavailable(String),
     #[error("{0}")]
     Unavailable(String),
+    /// A remote host (repository import) failed, timed out or throttled: retryable, and
+    /// unlike [`ServiceError::Unavailable`] its message is shown, since it is about the
+    /// remote host, not this server.
+    #[error("{0}")]
+    Upstream(String),
     /// A bug or an unexpected storage failure: logged in full, shown to clients as a generic
     /// "service unavailable" without detail.
     #[error("internal error")]
@@ -47,14 +54,19 @@ impl ServiceError {
             Self::AmbiguousSlug { .. } => ErrorCode::AmbiguousSlug,
             Self::RevisionPinRequired(_) => ErrorCode::RevisionPinRequired,
             Self::SandboxUnavailable(_) => ErrorCode::SandboxUnavailable,
-            Self::Unavailable(_) | Self::Internal(_) => ErrorCode::ServiceUnavailable,
+            Self::Unavailable(_) | Self::Upstream(_) | Self::Internal(_) => {
+                ErrorCode::ServiceUnavailable
+            }
         }
     }
 
     pub fn retryable(&self) -> bool {
         matches!(
             self,
-            Self::Unavailable(_) | Self::Internal(_) | Self::SandboxUnavailable(_)
+            Self::Unavailable(_)
+                | Self::Upstream(_)
+                | Self::Internal(_)
+                | Self::SandboxUnavailable(_)
         )
     }
 
@@ -108,6 +120,63 @@ impl From<ValidationError> for ServiceError {
         match e.code {
             ErrorCode::PayloadTooLarge => Self::TooLarge(message, Some(details)),
             _ => Self::Validation(message, Some(details)),
+        }
+    }
+}
+
+/// Skill packages: the code the package error chose, its message, and its details (`field`,
+/// `reason`, `limit`/`actual`, `paths`, `line`/`column`).
+impl From<PackageError> for ServiceError {
+    fn from(e: PackageError) -> Self {
+        let details = Some(e.details());
+        let message = e.to_string();
+        match e.code() {
+            ErrorCode::PayloadTooLarge => Self::TooLarge(message, details),
+            _ => Self::Validation(message, details),
+        }
+    }
+}
+
+/// Repository import downloads: a refused target or an unusable URL is the caller's to fix
+/// (VALIDATION_ERROR), a missing repository/ref is NOT_FOUND, an oversized archive is
+/// PAYLOAD_TOO_LARGE, and network failures, timeouts and a failing or throttling host are
+/// retryable SERVICE_UNAVAILABLE.
+impl From<FetchError> for ServiceError {
+    fn from(e: FetchError) -> Self {
+        let message = e.to_string();
+        let details = |reason: &str| Some(serde_json::json!({ "field": "url", "reason": reason }));
+        match e {
+            FetchError::BadUrl(_) => Self::Validation(message, details("unsupported_url")),
+            FetchError::Refused { .. } => Self::Validation(message, details("refused_target")),
+            FetchError::TooManyRedirects { limit, .. } => Self::Validation(
+                message,
+                Some(serde_json::json!({
+                    "field": "url", "reason": "too_many_redirects", "limit": limit,
+                })),
+            ),
+            FetchError::Rejected { status, .. } => Self::Validation(
+                message,
+                Some(serde_json::json!({
+                    "field": "url", "reason": "rejected_by_host", "status": status,
+                })),
+            ),
+            FetchError::NotFound { .. } => Self::NotFound(message),
+            FetchError::TooLarge { limit, .. } => Self::TooLarge(
+                message,
+                Some(serde_json::json!({
+                    "field": "url", "reason": "archive_too_large", "limit": limit,
+                })),
+            ),
+            FetchError::Upstream { .. }
+            | FetchError::Timeout { .. }
+            | FetchError::Network { .. } => {
+                tracing::warn!(error = %message, "repository import fetch failed");
+                Self::Upstream(message)
+            }
+            FetchError::Config(msg) => {
+                tracing::error!(error = %msg, "invalid fetch configuration");
+                Self::Internal(msg)
+            }
         }
     }
 }

@@ -6,8 +6,12 @@ pub mod app;
 pub mod auth;
 pub mod bootstrap;
 pub mod error;
+pub mod mcp;
+pub mod metrics;
 pub mod rest;
 pub mod service;
 
 pub use error::{ServiceError, ServiceResult};
 pub use service::Service;
+/// The sandbox engine crate, re-exported for the binary (`xmemo admin doctor`, `serve`).
+pub use xmemo_sandbox as sandbox;

@@ -7,6 +7,7 @@ pub mod migrate;
 pub mod model;
 pub mod postgres;
 pub mod search;
+pub mod snapshot;
 pub mod sqlite;
 
 use async_trait::async_trait;
@@ -105,6 +106,9 @@ pub trait Store: Send + Sync + 'static {
     // ---- audit ----
     async fn append_audit(&self, audit: AuditDraft) -> StoreResult<()>;
     async fn list_audit(&self, filter: &AuditFilter) -> StoreResult<Vec<AuditEntry>>;
+
+    /// Inserts a whole installation verbatim into this (empty) database, in one transaction.
+    async fn import_snapshot(&self, snapshot: &snapshot::Snapshot) -> StoreResult<()>;
 
     /// Row count per table, for diagnostics and for tests that prove a failed write wrote
     /// nothing.

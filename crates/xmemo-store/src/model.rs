@@ -133,6 +133,10 @@ pub struct Revision {
     pub attribution: Attribution,
     pub created_at: String,
     pub status_changed_at: String,
+    /// Where the revision's content was imported from (URL, kind `github` | `clawhub` |
+    /// `upload`, resolved ref/commit, archive SHA-256…); `None` for ordinary saves.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<Value>,
 }
 
 /// A component with its bytes, ready to store.
@@ -155,6 +159,9 @@ pub struct SaveRevision {
     pub status: RevisionStatus,
     pub components: Vec<NewComponent>,
     pub attribution: Attribution,
+    /// Provenance of imported content, stored with the new revision (a save that creates
+    /// nothing keeps the existing revision's source).
+    pub source: Option<Value>,
 }
 
 #[derive(Debug, Clone)]

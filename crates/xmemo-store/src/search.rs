@@ -49,7 +49,7 @@ pub fn fts_expression(query: &str) -> Option<String> {
 
 /// Public score: higher is better; exact slug/name matches are lifted above every other hit.
 pub fn score(exact: bool, relevance: f64) -> f64 {
-    let relevance = (relevance.max(0.0) * 1000.0).round() / 1000.0;
+    let relevance = (relevance.max(0.0) * 1e6).round() / 1e6;
     if exact { 1000.0 + relevance } else { relevance }
 }
 

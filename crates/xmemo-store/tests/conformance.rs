@@ -167,6 +167,7 @@ conformance!(
     concurrent_audit_appends_stay_linear,
     audit_log_is_append_only,
     table_counts_use_common_names,
+    revision_source_round_trips,
 );
 
 // ---------------------------------------------------------------------------------------------
@@ -218,6 +219,7 @@ struct Draft {
     components: Vec<NewComponent>,
     status: RevisionStatus,
     expected: Option<String>,
+    source: Option<Value>,
 }
 
 fn draft(body: &str) -> Draft {
@@ -229,6 +231,7 @@ fn draft(body: &str) -> Draft {
         components: vec![],
         status: RevisionStatus::Draft,
         expected: None,
+        source: None,
     }
 }
 
@@ -250,6 +253,10 @@ impl Draft {
         if let Value::Object(m) = metadata {
             self.metadata = m;
         }
+        self
+    }
+    fn source(mut self, source: Value) -> Self {
+        self.source = Some(source);
         self
     }
     fn expect(mut self, revision_id: Option<&str>) -> Self {
@@ -278,6 +285,7 @@ impl Draft {
             status: self.status,
             components: self.components.clone(),
             attribution: who.clone(),
+            source: self.source.clone(),
         }
     }
 }
@@ -1740,6 +1748,70 @@ mod cases {
         assert_eq!(all[0].action, "account.create");
     }
 
+    pub async fn revision_source_round_trips(db: &TestDb) {
+        let store = db.store();
+        let alice = account(&store, "alice").await;
+        let source = serde_json::json!({
+            "kind": "github",
+            "url": "https://github.com/acme/skills/tree/main/skills/deploy",
+            "repository": "acme/skills",
+            "ref": "main",
+            "path": "skills/deploy",
+            "commit": "0123456789abcdef0123456789abcdef01234567",
+            "archive_sha256": "ab".repeat(32),
+            "archive_bytes": 12345,
+            "note": "unicode é ✓ and \"quotes\"",
+            "nested": {"list": [1, 2.5, null, true]},
+        });
+        let imported = save(
+            &store,
+            &alice,
+            "imported",
+            draft("Imported body").source(source.clone()),
+        )
+        .await;
+        assert!(imported.created);
+        assert_eq!(imported.revision.source.as_ref(), Some(&source));
+        let id = &imported.revision.revision_id;
+        let read = store.get_revision(id).await.unwrap().unwrap();
+        assert_eq!(read.source.as_ref(), Some(&source), "get_revision");
+        let latest = store
+            .latest_revision(&imported.skill.skill_id)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(latest.source.as_ref(), Some(&source), "latest_revision");
+        let listed = store
+            .list_revisions(&imported.skill.skill_id)
+            .await
+            .unwrap();
+        assert_eq!(listed[0].source.as_ref(), Some(&source), "list_revisions");
+
+        // Identical content creates nothing and keeps the first revision's source.
+        let again = save(
+            &store,
+            &alice,
+            "imported",
+            draft("Imported body").source(serde_json::json!({"kind": "upload"})),
+        )
+        .await;
+        assert!(!again.created);
+        assert_eq!(again.revision.source.as_ref(), Some(&source));
+
+        // An ordinary save has no source, and a revision JSON without one omits the key.
+        let plain = save(&store, &alice, "imported", draft("Edited by hand")).await;
+        assert!(plain.created);
+        assert_eq!(plain.revision.source, None);
+        let read = store
+            .get_revision(&plain.revision.revision_id)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(read.source, None);
+        let json = serde_json::to_value(&read).unwrap();
+        assert!(json.get("source").is_none(), "{json}");
+    }
+
     pub async fn table_counts_use_common_names(db: &TestDb) {
         let store = db.store();
         let counts = store.table_counts().await.unwrap();
@@ -1980,7 +2052,8 @@ mod postgres_only {
             .fetch_one(&mut c)
             .await
             .unwrap();
-        assert_eq!(n, 1);
+        // One row per embedded migration (0001_init, 0002_revision_source), each applied once.
+        assert_eq!(n, 2);
         a.close().await;
         b.close().await;
     }

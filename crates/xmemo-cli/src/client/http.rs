@@ -368,3 +368,35 @@ fn server_error(status: StatusCode, bytes: &[u8], url: &Url) -> anyhow::Error {
         }
     }
 }
+
+impl Api {
+    /// A raw body (a ZIP, a SKILL.md) sent with its content type; the JSON answer.
+    pub async fn send_bytes(
+        &self,
+        method: Method,
+        url: Url,
+        content_type: &str,
+        body: Vec<u8>,
+    ) -> anyhow::Result<Value> {
+        let response = self
+            .client
+            .request(method, url.clone())
+            .header(reqwest::header::CONTENT_TYPE, content_type)
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| self.transport(e))?;
+        let status = response.status();
+        let bytes = response.bytes().await.map_err(|e| self.transport(e))?;
+        if !status.is_success() {
+            return Err(server_error(status, &bytes, &url));
+        }
+        serde_json::from_slice(&bytes).map_err(|_| {
+            fail(Failure::unexpected(format!(
+                "{} answered {status} with something that is not JSON; is {} an xmemo server?",
+                url.path(),
+                self.base
+            )))
+        })
+    }
+}

@@ -167,8 +167,10 @@ fn unzip_impl(
         } else {
             relative
         };
-        if checked.is_empty() && is_dir {
-            continue; // the subtree's own folder entry
+        // The subtree's own folder entry: `sub/` relative to the `sub/` prefix is empty
+        // (GitHub archives list every folder, e.g. `owner-repo-sha/skills/foo/`).
+        if (checked.is_empty() && is_dir) || (!prefix.is_empty() && relative.is_empty()) {
+            continue;
         }
         if let Some(reason) = unsafe_path_reason(checked) {
             return Err(PackageError::unsafe_path(name, reason));

@@ -2,7 +2,9 @@
 //! service layer.
 
 mod accounts;
+mod execute;
 pub mod extract;
+mod packages;
 mod skills;
 
 use crate::error::ServiceError;
@@ -28,6 +30,8 @@ pub struct ServerInfo {
     /// Public base URL, e.g. `http://127.0.0.1:8420` (used in metadata documents).
     pub public_url: String,
     pub version: &'static str,
+    /// MCP endpoint settings (client-profile contract, allowed hosts/origins, execute profiles).
+    pub mcp: crate::mcp::McpConfig,
 }
 
 /// A service error rendered as `{"error": {...}}` with the SPEC's HTTP status.
@@ -59,7 +63,10 @@ pub type ApiResult<T> = Result<T, ApiError>;
 
 /// The `/api/v1` routes (also mounted at `/v1`).
 pub fn api_routes() -> Router<AppState> {
-    skills::routes().merge(accounts::routes())
+    skills::routes()
+        .merge(accounts::routes())
+        .merge(execute::routes())
+        .merge(packages::routes())
 }
 
 /// Fallback for unknown routes, in the SPEC error shape.

@@ -3,23 +3,37 @@
 
 mod access;
 mod accounts;
+mod execute;
+pub mod fetch;
+mod packages;
 mod recall;
 mod skills;
 mod teams;
 pub mod types;
 
 pub use access::Access;
+pub use packages::{DiffSide, ImportOptions, Imported, SkillDiff};
 use std::sync::Arc;
 use xmemo_store::Store;
 
 #[derive(Clone)]
 pub struct Service {
     store: Arc<dyn Store>,
+    /// Runs skill scripts; `None` answers every execution with SANDBOX_UNAVAILABLE.
+    sandbox: Option<xmemo_sandbox::SandboxEngine>,
+    metrics: Arc<crate::metrics::Metrics>,
+    /// Outbound rules and hosts of repository imports (`with_fetch_config`).
+    fetch: Arc<fetch::FetchConfig>,
 }
 
 impl Service {
     pub fn new(store: Arc<dyn Store>) -> Self {
-        Self { store }
+        Self {
+            store,
+            sandbox: None,
+            metrics: Arc::new(crate::metrics::Metrics::new()),
+            fetch: Arc::new(fetch::FetchConfig::default()),
+        }
     }
 
     pub fn store(&self) -> &Arc<dyn Store> {

@@ -117,6 +117,7 @@ pub enum ToolResult {
     Root(Box<Root>),
     Resource(Resource),
     Saved(Saved),
+    Execution(Box<ExecutionResult>),
 }
 
 /// A revision as listings show it (no body).
@@ -133,6 +134,9 @@ pub struct RevisionSummary {
     pub attribution: Attribution,
     pub created_at: String,
     pub status_changed_at: String,
+    /// Where an imported revision came from (see `Revision::source`); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<Value>,
 }
 
 impl From<&Revision> for RevisionSummary {
@@ -149,6 +153,7 @@ impl From<&Revision> for RevisionSummary {
             attribution: r.attribution.clone(),
             created_at: r.created_at.clone(),
             status_changed_at: r.status_changed_at.clone(),
+            source: r.source.clone(),
         }
     }
 }
@@ -222,4 +227,101 @@ pub struct WorkspaceView {
     pub name: String,
     pub kind: xmemo_core::WorkspaceKind,
     pub role: xmemo_core::Role,
+}
+
+/// `execute_cloud_skill` arguments (SPEC §5). `revision_id` is required (a missing one is
+/// `REVISION_PIN_REQUIRED`, so a script cannot change under a running workflow).
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExecuteRequest {
+    /// Slug of the skill.
+    pub slug: String,
+    /// The revision to run (from a Level 1 recall). Required.
+    pub revision_id: Option<String>,
+    /// Logical path of a component of type `script` declared in that revision.
+    pub script_path: String,
+    /// JSON object given to the script on stdin (default `{}`).
+    pub input_args: Option<Value>,
+    /// Wall-clock limit, 1–60 seconds (default 30).
+    pub timeout_seconds: Option<i64>,
+    /// Workspace id or handle (`personal`, a team handle) when the slug is ambiguous.
+    pub workspace: Option<String>,
+}
+
+/// Final classification of an execution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExecutionStatus {
+    Success,
+    RuntimeError,
+    Timeout,
+    Oom,
+    SystemError,
+}
+
+impl ExecutionStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Success => "success",
+            Self::RuntimeError => "runtime_error",
+            Self::Timeout => "timeout",
+            Self::Oom => "oom",
+            Self::SystemError => "system_error",
+        }
+    }
+}
+
+/// How an execution was isolated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExecutionIsolation {
+    /// bubblewrap namespaces + seccomp.
+    Bubblewrap,
+    /// A plain local process (`XMEMO_SANDBOX_ALLOW_UNSAFE_LOCAL_FALLBACK=1`).
+    UnsafeLocal,
+}
+
+impl ExecutionIsolation {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Bubblewrap => "bubblewrap",
+            Self::UnsafeLocal => "unsafe_local",
+        }
+    }
+}
+
+/// `kind: "execution"` data (SPEC §5), plus identity and measurement fields.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ExecutionResult {
+    /// `exec_<uuidv7>`; the same id is in the audit entry and the logs.
+    pub execution_id: String,
+    pub status: ExecutionStatus,
+    /// Exit status of the script; `null` when it was killed (timeout) or never started.
+    pub exit_code: Option<i32>,
+    /// stdout parsed as JSON when complete and valid, else `null`.
+    pub output_data: Option<Value>,
+    pub stdout: String,
+    pub stderr: String,
+    pub stdout_truncated: bool,
+    pub stderr_truncated: bool,
+    pub duration_ms: u64,
+    /// Every limit with its value and `enforced_by` mechanism.
+    pub limits: Value,
+    pub isolation: ExecutionIsolation,
+    /// Signal that ended the script, when known.
+    pub signal: Option<i32>,
+    /// Interpreter chosen (`python3`, `bash`, `#!/bin/sh`).
+    pub runtime: String,
+    /// Measured figures (CPU ms, peak memory, OOM kills, peak tasks) where measurable.
+    pub resources: Value,
+    /// Bytes written to each stream, kept or not.
+    pub stdout_total_bytes: u64,
+    pub stderr_total_bytes: u64,
+    pub skill_id: String,
+    pub slug: String,
+    pub workspace: String,
+    pub revision_id: String,
+    pub revision_number: i64,
+    pub revision_status: RevisionStatus,
+    pub script_path: String,
 }

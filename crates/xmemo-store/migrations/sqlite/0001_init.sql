@@ -51,9 +51,15 @@ CREATE TABLE skills (
     latest_revision_number INTEGER NOT NULL DEFAULT 0,
     created_at TEXT NOT NULL,
     updated_at TEXT NOT NULL,
+    -- Stable integer key of the skill's Level 0 row (the FTS5 rowid), copied from the rowid
+    -- at insert time so VACUUM renumbering cannot detach it.
+    search_key INTEGER UNIQUE,
     UNIQUE (workspace_id, slug)
 );
 CREATE INDEX skills_slug ON skills(slug);
+CREATE TRIGGER skills_search_key AFTER INSERT ON skills BEGIN
+    UPDATE skills SET search_key = NEW.rowid WHERE skill_id = NEW.skill_id;
+END;
 
 CREATE TABLE blobs (
     content_hash TEXT PRIMARY KEY,
@@ -122,7 +128,7 @@ CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit_log BEGIN
     SELECT RAISE(ABORT, 'audit log is append-only');
 END;
 
--- Level 0 index: one row per active skill with a published revision.
+-- Level 0 index: one row per active skill with a published revision; rowid = skills.search_key.
 CREATE VIRTUAL TABLE skills_fts USING fts5(
     skill_id UNINDEXED,
     workspace_id UNINDEXED,

@@ -38,11 +38,18 @@ macro_rules! sql {
     };
 }
 
-const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "init",
-    sql: include_str!("../../migrations/postgres/0001_init.sql"),
-}];
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "init",
+        sql: include_str!("../../migrations/postgres/0001_init.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "revision_source",
+        sql: include_str!("../../migrations/postgres/0002_revision_source.sql"),
+    },
+];
 
 /// Advisory lock keys (`pg_advisory_xact_lock(bigint)`): "xmemo:mg" and "xmemo:au".
 const MIGRATION_LOCK: i64 = 0x786d_656d_6f3a_6d67;
@@ -1022,7 +1029,7 @@ impl Store for PostgresStore {
         }
         let revision_id = new_id("rev");
         let a = &save.attribution;
-        sqlx::query("INSERT INTO revisions (revision_id, skill_id, revision_number, name, description, instruction_body, metadata, canonical_hash, status, account_id, credential_id, client_profile, agent_id, agent_instance_id, created_at, status_changed_at) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16)")
+        sqlx::query("INSERT INTO revisions (revision_id, skill_id, revision_number, name, description, instruction_body, metadata, canonical_hash, status, account_id, credential_id, client_profile, agent_id, agent_instance_id, created_at, status_changed_at, source) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17)")
             .bind(&revision_id)
             .bind(&skill_id)
             .bind(number)
@@ -1039,6 +1046,7 @@ impl Store for PostgresStore {
             .bind(&a.agent_instance_id)
             .bind(&at)
             .bind(&at)
+            .bind(save.source.as_ref().map(|v| v.to_string()))
             .execute(&mut *tx)
             .await
             .map_err(pg)?;
@@ -1339,6 +1347,17 @@ impl Store for PostgresStore {
         }
         let rows = q.fetch_all(&self.pool).await.map_err(pg)?;
         rows.iter().map(audit_from_row).collect()
+    }
+
+    async fn import_snapshot(&self, snapshot: &crate::snapshot::Snapshot) -> StoreResult<()> {
+        let mut tx = self.begin().await?;
+        let accounts: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM accounts")
+            .fetch_one(&mut *tx)
+            .await?;
+        crate::snapshot::ensure_empty(accounts as u64)?;
+        crate::insert_snapshot!(&mut tx, snapshot, crate::snapshot::numbered_placeholders, refresh_search_row);
+        tx.commit().await?;
+        Ok(())
     }
 
     async fn table_counts(&self) -> StoreResult<BTreeMap<String, u64>> {

@@ -31,7 +31,7 @@ pub const SKILL_SELECT: &str = "SELECT s.skill_id, s.workspace_id, s.slug, s.nam
 pub const SKILL_SELECT_BY_ID: &str = "SELECT s.skill_id, s.workspace_id, s.slug, s.name, s.description, s.asset_status, s.latest_revision_number, s.created_at, s.updated_at,
     (SELECT r.revision_id FROM revisions r WHERE r.skill_id = s.skill_id AND r.status = 'published') AS published_revision_id
     FROM skills s WHERE s.skill_id = $1";
-pub const REVISION_SELECT: &str = "SELECT revision_id, skill_id, revision_number, name, description, instruction_body, metadata, canonical_hash, status, review_note, account_id, credential_id, client_profile, agent_id, agent_instance_id, created_at, status_changed_at FROM revisions";
+pub const REVISION_SELECT: &str = "SELECT revision_id, skill_id, revision_number, name, description, instruction_body, metadata, canonical_hash, status, review_note, account_id, credential_id, client_profile, agent_id, agent_instance_id, created_at, status_changed_at, source FROM revisions";
 pub const COMPONENTS_SELECT: &str = "SELECT logical_path, component_type, content_hash, size, media_type FROM revision_components WHERE revision_id = $1 ORDER BY logical_path";
 pub const AUDIT_SELECT: &str = "SELECT seq, at, action, account_id, credential_id, client_profile, agent_id, agent_instance_id, workspace_id, skill_id, revision_id, details, prev_hash, entry_hash FROM audit_log";
 
@@ -138,7 +138,18 @@ pub fn revision_from_rows(r: &PgRow, components: &[PgRow]) -> StoreResult<Revisi
         },
         created_at: r.try_get("created_at")?,
         status_changed_at: r.try_get("status_changed_at")?,
+        source: source_from_row(r)?,
     })
+}
+
+/// The `source` column: JSON text or NULL.
+fn source_from_row(r: &PgRow) -> StoreResult<Option<serde_json::Value>> {
+    let text: Option<String> = r.try_get("source")?;
+    text.map(|t| {
+        serde_json::from_str(&t)
+            .map_err(|e| StoreError::Internal(format!("revision source is not JSON: {e}")))
+    })
+    .transpose()
 }
 
 pub fn audit_from_row(r: &PgRow) -> StoreResult<AuditEntry> {

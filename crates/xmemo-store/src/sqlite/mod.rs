@@ -25,11 +25,18 @@ use std::str::FromStr;
 use std::time::Duration;
 use xmemo_core::{AssetStatus, RevisionStatus, Role, WorkspaceKind, new_id};
 
-const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "init",
-    sql: include_str!("../../migrations/sqlite/0001_init.sql"),
-}];
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "init",
+        sql: include_str!("../../migrations/sqlite/0001_init.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "revision_source",
+        sql: include_str!("../../migrations/sqlite/0002_revision_source.sql"),
+    },
+];
 
 #[derive(Clone)]
 pub struct SqliteStore {
@@ -40,6 +47,12 @@ pub struct SqliteStore {
 impl SqliteStore {
     /// Opens (creating if needed) the database file and applies pending migrations.
     pub async fn open(path: &Path) -> StoreResult<Self> {
+        Self::open_with(path, true).await
+    }
+
+    /// Opens the database file; with `migrate == false` nothing is changed and a schema that
+    /// is behind this binary is refused (for operators who migrate explicitly).
+    pub async fn open_with(path: &Path, migrate: bool) -> StoreResult<Self> {
         let options = SqliteConnectOptions::new()
             .filename(path)
             .create_if_missing(true)
@@ -47,19 +60,19 @@ impl SqliteStore {
             .synchronous(SqliteSynchronous::Full)
             .foreign_keys(true)
             .busy_timeout(Duration::from_secs(10));
-        Self::with_options(options).await
+        Self::with_options(options, migrate).await
     }
 
     /// `sqlite://path` or `sqlite:path` URL.
-    pub async fn open_url(url: &str) -> StoreResult<Self> {
+    pub async fn open_url(url: &str, migrate: bool) -> StoreResult<Self> {
         let path = url
             .strip_prefix("sqlite://")
             .or_else(|| url.strip_prefix("sqlite:"))
             .ok_or_else(|| StoreError::Unavailable("not a sqlite: URL".into()))?;
-        Self::open(Path::new(path)).await
+        Self::open_with(Path::new(path), migrate).await
     }
 
-    async fn with_options(options: SqliteConnectOptions) -> StoreResult<Self> {
+    async fn with_options(options: SqliteConnectOptions, migrate: bool) -> StoreResult<Self> {
         let writer = SqlitePoolOptions::new()
             .max_connections(1)
             .acquire_timeout(Duration::from_secs(30))
@@ -70,7 +83,13 @@ impl SqliteStore {
             reader: writer.clone(),
             writer: writer.clone(),
         };
-        store_for_migrations.migrate().await?;
+        if migrate {
+            store_for_migrations.migrate().await?;
+        } else if !store_for_migrations.schema_is_current().await? {
+            return Err(StoreError::Unavailable(
+                "the database schema is behind this binary; run `xmemo admin migrate`".into(),
+            ));
+        }
         let readers = std::thread::available_parallelism()
             .map(|n| n.get() as u32 * 2)
             .unwrap_or(4)
@@ -82,6 +101,22 @@ impl SqliteStore {
             .await
             .map_err(|e| StoreError::Unavailable(e.to_string()))?;
         Ok(Self { reader, writer })
+    }
+
+    /// True when every migration this binary knows has been applied.
+    pub async fn schema_is_current(&self) -> StoreResult<bool> {
+        let exists: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'",
+        )
+        .fetch_one(&self.writer)
+        .await?;
+        if exists == 0 {
+            return Ok(false);
+        }
+        let applied: Vec<i64> = sqlx::query_scalar("SELECT version FROM schema_migrations")
+            .fetch_all(&self.writer)
+            .await?;
+        Ok(MIGRATIONS.iter().all(|m| applied.contains(&m.version)))
     }
 
     async fn migrate(&self) -> StoreResult<()> {
@@ -165,13 +200,16 @@ async fn append_audit_tx(tx: &mut Tx, draft: &AuditDraft) -> StoreResult<()> {
 /// Rewrites the skill's Level 0 row: present only while the skill is active and has a
 /// published revision, carrying that revision's name and description.
 async fn refresh_search_row(tx: &mut Tx, skill_id: &str) -> StoreResult<()> {
-    sqlx::query("DELETE FROM skills_fts WHERE skill_id = ?")
-        .bind(skill_id)
-        .execute(&mut **tx)
-        .await?;
+    // By rowid: `skill_id` is an unindexed FTS column, so matching on it scans the table.
     sqlx::query(
-        "INSERT INTO skills_fts (skill_id, workspace_id, slug, name, description)
-         SELECT s.skill_id, s.workspace_id, replace(s.slug, '-', ' '), r.name, r.description
+        "DELETE FROM skills_fts WHERE rowid = (SELECT search_key FROM skills WHERE skill_id = ?)",
+    )
+    .bind(skill_id)
+    .execute(&mut **tx)
+    .await?;
+    sqlx::query(
+        "INSERT INTO skills_fts (rowid, skill_id, workspace_id, slug, name, description)
+         SELECT s.search_key, s.skill_id, s.workspace_id, replace(s.slug, '-', ' '), r.name, r.description
          FROM skills s JOIN revisions r ON r.skill_id = s.skill_id AND r.status = 'published'
          WHERE s.skill_id = ? AND s.asset_status = 'active'",
     )
@@ -648,7 +686,7 @@ impl Store for SqliteStore {
         }
         let revision_id = new_id("rev");
         let a = &save.attribution;
-        sqlx::query("INSERT INTO revisions (revision_id, skill_id, revision_number, name, description, instruction_body, metadata, canonical_hash, status, account_id, credential_id, client_profile, agent_id, agent_instance_id, created_at, status_changed_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+        sqlx::query("INSERT INTO revisions (revision_id, skill_id, revision_number, name, description, instruction_body, metadata, canonical_hash, status, account_id, credential_id, client_profile, agent_id, agent_instance_id, created_at, status_changed_at, source) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
             .bind(&revision_id)
             .bind(&skill_id)
             .bind(number)
@@ -665,6 +703,7 @@ impl Store for SqliteStore {
             .bind(&a.agent_instance_id)
             .bind(&at)
             .bind(&at)
+            .bind(save.source.as_ref().map(|v| v.to_string()))
             .execute(&mut *tx)
             .await?;
         for c in &save.components {
@@ -848,25 +887,37 @@ impl Store for SqliteStore {
             return Ok(vec![]);
         }
         let exact = crate::search::exact_key(&query.text);
-        // Exact slug or name matches first, then BM25 (slug and name weigh more than the
-        // description). bm25() is negative: smaller is better.
+        let ws = in_list(query.workspace_ids.len());
+        // Bounded work: BM25 picks the best few rows inside FTS5 (slug and name weigh more
+        // than the description; bm25() is negative, smaller is better), an exact slug is
+        // looked up by index, and only those rows are joined and ordered: exact slug or name
+        // first, then rank.
         let sql = format!(
-            "SELECT skill_id, workspace_id, slug, name, description, exact, rank FROM (
-               SELECT f.skill_id, f.workspace_id, s.slug, f.name, f.description,
-                      (s.slug = ? OR lower(f.name) = ?) AS exact,
-                      bm25(skills_fts, 0.0, 0.0, 10.0, 5.0, 1.0) AS rank
-               FROM skills_fts f JOIN skills s ON s.skill_id = f.skill_id
-               WHERE skills_fts MATCH ? AND f.workspace_id IN ({}))
-             ORDER BY exact DESC, rank ASC, slug ASC LIMIT ?",
-            in_list(query.workspace_ids.len())
+            "WITH ranked AS MATERIALIZED (
+               SELECT rowid AS key, bm25(skills_fts, 0.0, 0.0, 10.0, 5.0, 1.0) AS rank
+               FROM skills_fts WHERE skills_fts MATCH ? AND workspace_id IN ({ws})
+               ORDER BY rank LIMIT ?),
+             keys AS (
+               SELECT key FROM ranked
+               UNION SELECT search_key FROM skills WHERE slug = ? AND workspace_id IN ({ws}))
+             SELECT f.skill_id, f.workspace_id, s.slug, f.name, f.description,
+                    (s.slug = ? OR lower(f.name) = ?) AS exact,
+                    COALESCE(r.rank, 0.0) AS rank
+             FROM keys k
+             JOIN skills_fts f ON f.rowid = k.key
+             JOIN skills s ON s.search_key = k.key
+             LEFT JOIN ranked r ON r.key = k.key
+             ORDER BY exact DESC, rank ASC, s.slug ASC LIMIT ?"
         );
-        let mut q = sqlx::query(AssertSqlSafe(sql))
-            .bind(&exact.slug)
-            .bind(&exact.name)
-            .bind(&expression);
+        let mut q = sqlx::query(AssertSqlSafe(sql)).bind(&expression);
         for id in &query.workspace_ids {
             q = q.bind(id);
         }
+        q = q.bind(query.limit as i64 * 4 + 8).bind(&exact.slug);
+        for id in &query.workspace_ids {
+            q = q.bind(id);
+        }
+        q = q.bind(&exact.slug).bind(&exact.name);
         let rows = q.bind(query.limit as i64).fetch_all(&self.reader).await?;
         rows.iter()
             .map(|r| {
@@ -920,6 +971,22 @@ impl Store for SqliteStore {
         }
         let rows = q.fetch_all(&self.reader).await?;
         rows.iter().map(audit_from_row).collect()
+    }
+
+    async fn import_snapshot(&self, snapshot: &crate::snapshot::Snapshot) -> StoreResult<()> {
+        let mut tx = self.begin().await?;
+        let accounts: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM accounts")
+            .fetch_one(&mut *tx)
+            .await?;
+        crate::snapshot::ensure_empty(accounts as u64)?;
+        crate::insert_snapshot!(
+            &mut tx,
+            snapshot,
+            |s: &str| s.to_string(),
+            refresh_search_row
+        );
+        tx.commit().await?;
+        Ok(())
     }
 
     async fn table_counts(&self) -> StoreResult<BTreeMap<String, u64>> {

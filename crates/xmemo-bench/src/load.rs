@@ -1,0 +1,426 @@
+//! Load generation: seeding with concurrent saves, and fixed-duration read phases with
+//! N keep-alive clients. Every response status is checked; failures are counted and sampled.
+
+use crate::corpus::{Corpus, Rng};
+use crate::server::{context_switches, cpu_seconds, machine_busy_seconds};
+use anyhow::{Context, Result, anyhow};
+use serde_json::Value;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// Error messages kept per phase.
+const ERROR_SAMPLES: usize = 5;
+
+/// One keep-alive HTTP/1.1 client (one per worker, as a separate agent process would have).
+pub fn client() -> Result<reqwest::Client> {
+    reqwest::Client::builder()
+        .http1_only()
+        .tcp_nodelay(true)
+        .pool_max_idle_per_host(4)
+        .pool_idle_timeout(Duration::from_secs(300))
+        .timeout(Duration::from_secs(60))
+        .build()
+        .context("cannot build the HTTP client")
+}
+
+/// Latency summary in microseconds (nearest-rank percentiles).
+#[derive(Clone, Debug, Default)]
+pub struct Latency {
+    pub count: usize,
+    pub p50_us: u64,
+    pub p99_us: u64,
+    pub max_us: u64,
+    pub mean_us: f64,
+}
+
+impl Latency {
+    pub fn from_micros(mut v: Vec<u64>) -> Latency {
+        if v.is_empty() {
+            return Latency::default();
+        }
+        v.sort_unstable();
+        let pct = |p: f64| {
+            let rank = ((p * v.len() as f64).ceil() as usize).clamp(1, v.len());
+            v[rank - 1]
+        };
+        Latency {
+            count: v.len(),
+            p50_us: pct(0.50),
+            p99_us: pct(0.99),
+            max_us: v[v.len() - 1],
+            mean_us: v.iter().sum::<u64>() as f64 / v.len() as f64,
+        }
+    }
+}
+
+#[derive(Default)]
+pub struct Errors {
+    pub count: usize,
+    pub samples: Vec<String>,
+}
+
+impl Errors {
+    fn add(&mut self, msg: String) {
+        self.count += 1;
+        if self.samples.len() < ERROR_SAMPLES {
+            self.samples.push(msg);
+        }
+    }
+
+    fn merge(&mut self, other: Errors) {
+        self.count += other.count;
+        for s in other.samples {
+            if self.samples.len() < ERROR_SAMPLES {
+                self.samples.push(s);
+            }
+        }
+    }
+}
+
+/// One seeded skill: what L1 and L2 requests address.
+#[derive(Clone, Debug)]
+pub struct Seeded {
+    pub index: usize,
+    pub slug: String,
+    pub revision_id: String,
+}
+
+pub struct SeedResult {
+    pub from: usize,
+    pub to: usize,
+    pub saves: usize,
+    pub created: usize,
+    pub secs: f64,
+    pub latency: Latency,
+    pub errors: Errors,
+    pub seeded: Vec<Seeded>,
+    pub server_cpu_secs: Option<f64>,
+    pub bench_cpu_secs: Option<f64>,
+    pub other_cpu_secs: Option<f64>,
+}
+
+impl SeedResult {
+    pub fn saves_per_sec(&self) -> f64 {
+        if self.secs > 0.0 {
+            self.saves as f64 / self.secs
+        } else {
+            0.0
+        }
+    }
+}
+
+/// Saves skills `from..to` with `concurrency` clients.
+pub async fn seed(
+    base: &str,
+    key: &str,
+    corpus: Arc<Corpus>,
+    from: usize,
+    to: usize,
+    concurrency: usize,
+    server_pid: u32,
+) -> Result<SeedResult> {
+    let next = Arc::new(AtomicUsize::new(from));
+    let done = Arc::new(AtomicUsize::new(0));
+    let url = Arc::new(format!("{base}/api/v1/skills"));
+    let key = Arc::new(key.to_string());
+    let cpu0 = (
+        cpu_seconds(Some(server_pid)),
+        cpu_seconds(None),
+        machine_busy_seconds(),
+    );
+    let start = Instant::now();
+    let progress = {
+        let done = done.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(15));
+            tick.tick().await;
+            loop {
+                tick.tick().await;
+                let n = done.load(Ordering::Relaxed);
+                let secs = start.elapsed().as_secs_f64();
+                eprintln!(
+                    "  … seeded {n}/{} ({:.0} saves/s so far)",
+                    to - from,
+                    n as f64 / secs
+                );
+            }
+        })
+    };
+    let mut workers = Vec::new();
+    for _ in 0..concurrency.max(1) {
+        let (next, done, url, key, corpus) = (
+            next.clone(),
+            done.clone(),
+            url.clone(),
+            key.clone(),
+            corpus.clone(),
+        );
+        workers.push(tokio::spawn(async move {
+            let client = client()?;
+            let mut lat = Vec::new();
+            let mut errors = Errors::default();
+            let mut seeded = Vec::new();
+            let mut created = 0usize;
+            loop {
+                let index = next.fetch_add(1, Ordering::Relaxed);
+                if index >= to {
+                    break;
+                }
+                let (slug, body) = corpus.skill(index);
+                let t0 = Instant::now();
+                match save_one(&client, &url, &key, &body).await {
+                    Ok((revision_id, was_created)) => {
+                        lat.push(t0.elapsed().as_micros() as u64);
+                        created += usize::from(was_created);
+                        seeded.push(Seeded {
+                            index,
+                            slug,
+                            revision_id,
+                        });
+                    }
+                    Err(e) => errors.add(format!("save {slug}: {e:#}")),
+                }
+                done.fetch_add(1, Ordering::Relaxed);
+            }
+            anyhow::Ok((lat, errors, seeded, created))
+        }));
+    }
+    let mut lat = Vec::new();
+    let mut errors = Errors::default();
+    let mut seeded = Vec::new();
+    let mut created = 0;
+    for w in workers {
+        let (l, e, s, c) = w.await.context("a seeding worker panicked")??;
+        lat.extend(l);
+        errors.merge(e);
+        seeded.extend(s);
+        created += c;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    progress.abort();
+    let cpu1 = (
+        cpu_seconds(Some(server_pid)),
+        cpu_seconds(None),
+        machine_busy_seconds(),
+    );
+    let (server_cpu_secs, bench_cpu_secs, other_cpu_secs) = cpu_split(cpu0, cpu1);
+    seeded.sort_by_key(|s| s.index);
+    Ok(SeedResult {
+        from,
+        to,
+        saves: seeded.len(),
+        created,
+        secs,
+        latency: Latency::from_micros(lat),
+        errors,
+        seeded,
+        server_cpu_secs,
+        bench_cpu_secs,
+        other_cpu_secs,
+    })
+}
+
+async fn save_one(
+    client: &reqwest::Client,
+    url: &str,
+    key: &str,
+    body: &Value,
+) -> Result<(String, bool)> {
+    let resp = client.post(url).bearer_auth(key).json(body).send().await?;
+    let status = resp.status();
+    let bytes = resp.bytes().await?;
+    if !status.is_success() {
+        return Err(anyhow!("HTTP {status}: {}", snippet(&bytes)));
+    }
+    let v: Value = serde_json::from_slice(&bytes).context("save response is not JSON")?;
+    let revision_id = v
+        .pointer("/data/revision_id")
+        .and_then(Value::as_str)
+        .ok_or_else(|| anyhow!("save response has no data.revision_id: {}", snippet(&bytes)))?
+        .to_string();
+    let created = v
+        .pointer("/data/created")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    Ok((revision_id, created))
+}
+
+pub fn snippet(bytes: &[u8]) -> String {
+    let s = String::from_utf8_lossy(bytes);
+    let s = s.trim();
+    if s.chars().count() > 200 {
+        format!("{}…", s.chars().take(200).collect::<String>())
+    } else {
+        s.to_string()
+    }
+}
+
+type CpuSample = (Option<f64>, Option<f64>, Option<f64>);
+
+/// (server, benchmark, everything else) CPU seconds between two samples of
+/// (server CPU, benchmark CPU, machine busy time).
+fn cpu_split(a: CpuSample, b: CpuSample) -> CpuSample {
+    let server = a.0.zip(b.0).map(|(x, y)| y - x);
+    let bench = a.1.zip(b.1).map(|(x, y)| y - x);
+    let other = match (a.2.zip(b.2), server, bench) {
+        (Some((x, y)), Some(s), Some(c)) => Some((y - x - s - c).max(0.0)),
+        _ => None,
+    };
+    (server, bench, other)
+}
+
+/// Timing of one measured phase.
+#[derive(Clone, Copy)]
+pub struct PhaseConfig {
+    pub clients: usize,
+    pub warmup: Duration,
+    pub duration: Duration,
+}
+
+pub struct PhaseResult {
+    pub requests: usize,
+    pub errors: Errors,
+    pub window_secs: f64,
+    pub latency: Latency,
+    /// Latency per request tag (e.g. per Level 0 query kind).
+    pub by_tag: Vec<Latency>,
+    /// Server / benchmark-process CPU time during the measured window, in seconds.
+    pub server_cpu_secs: Option<f64>,
+    pub bench_cpu_secs: Option<f64>,
+    /// CPU the rest of the machine used meanwhile (busy time minus server and benchmark).
+    pub other_cpu_secs: Option<f64>,
+    /// Context switches of all server threads during the measured window.
+    pub server_context_switches: Option<u64>,
+}
+
+impl PhaseResult {
+    pub fn req_per_sec(&self) -> f64 {
+        if self.window_secs > 0.0 {
+            self.requests as f64 / self.window_secs
+        } else {
+            0.0
+        }
+    }
+
+    /// Server CPU time per successful request, in microseconds.
+    pub fn server_cpu_us_per_req(&self) -> Option<f64> {
+        let cpu = self.server_cpu_secs?;
+        (self.requests > 0).then(|| cpu * 1e6 / self.requests as f64)
+    }
+
+    /// Server context switches per successful request.
+    pub fn context_switches_per_req(&self) -> Option<f64> {
+        let cs = self.server_context_switches?;
+        (self.requests > 0).then(|| cs as f64 / self.requests as f64)
+    }
+}
+
+/// Builds the path (under the base URL) of the next request and its tag.
+pub type RequestGen = dyn Fn(&mut Rng) -> (usize, String) + Send + Sync;
+
+/// `cfg.clients` workers issue GETs back to back for warm-up + duration; only requests that
+/// start inside the measured window are counted.
+pub async fn run_phase(
+    base: &str,
+    key: &str,
+    cfg: PhaseConfig,
+    tags: usize,
+    seed: u64,
+    server_pid: u32,
+    generate: Arc<RequestGen>,
+) -> Result<PhaseResult> {
+    let now = Instant::now();
+    let measure_start = now + cfg.warmup;
+    let measure_end = measure_start + cfg.duration;
+    let base = Arc::new(base.to_string());
+    let key = Arc::new(key.to_string());
+    // CPU at the start of the measured window, sampled by a task that sleeps until then.
+    let cpu_start = tokio::spawn(async move {
+        tokio::time::sleep_until(measure_start.into()).await;
+        let cs = context_switches(server_pid);
+        (
+            (
+                cpu_seconds(Some(server_pid)),
+                cpu_seconds(None),
+                machine_busy_seconds(),
+            ),
+            cs,
+        )
+    });
+    let mut workers = Vec::new();
+    for w in 0..cfg.clients.max(1) {
+        let (base, key, generate) = (base.clone(), key.clone(), generate.clone());
+        workers.push(tokio::spawn(async move {
+            let client = client()?;
+            let mut rng = Rng::new(seed ^ ((w as u64 + 1) << 32));
+            let mut samples: Vec<(usize, u64)> = Vec::new();
+            let mut errors = Errors::default();
+            loop {
+                let t0 = Instant::now();
+                if t0 >= measure_end {
+                    break;
+                }
+                let (tag, path) = generate(&mut rng);
+                let url = format!("{base}{path}");
+                let outcome = async {
+                    let resp = client.get(&url).bearer_auth(key.as_str()).send().await?;
+                    let status = resp.status();
+                    let bytes = resp.bytes().await?;
+                    if status.is_success() {
+                        Ok(())
+                    } else {
+                        Err(anyhow!("HTTP {status} for {path}: {}", snippet(&bytes)))
+                    }
+                }
+                .await;
+                let micros = t0.elapsed().as_micros() as u64;
+                if t0 < measure_start {
+                    continue;
+                }
+                match outcome {
+                    Ok(()) => samples.push((tag, micros)),
+                    Err(e) => errors.add(format!("{e:#}")),
+                }
+            }
+            anyhow::Ok((samples, errors))
+        }));
+    }
+    let mut all = Vec::new();
+    let mut per_tag: Vec<Vec<u64>> = vec![Vec::new(); tags.max(1)];
+    let mut errors = Errors::default();
+    for w in workers {
+        let (samples, e) = w.await.context("a load worker panicked")??;
+        errors.merge(e);
+        for (tag, us) in samples {
+            all.push(us);
+            if let Some(v) = per_tag.get_mut(tag) {
+                v.push(us);
+            }
+        }
+    }
+    let ended = Instant::now();
+    let (cpu0, cs0) = cpu_start.await.unwrap_or(((None, None, None), None));
+    let cs1 = context_switches(server_pid);
+    let cpu1 = (
+        cpu_seconds(Some(server_pid)),
+        cpu_seconds(None),
+        machine_busy_seconds(),
+    );
+    let (server_cpu_secs, bench_cpu_secs, other_cpu_secs) = cpu_split(cpu0, cpu1);
+    let window_secs = ended
+        .saturating_duration_since(measure_start)
+        .as_secs_f64()
+        .max(cfg.duration.as_secs_f64());
+    Ok(PhaseResult {
+        requests: all.len(),
+        errors,
+        window_secs,
+        latency: Latency::from_micros(all),
+        by_tag: per_tag.into_iter().map(Latency::from_micros).collect(),
+        server_cpu_secs,
+        bench_cpu_secs,
+        other_cpu_secs,
+        server_context_switches: cs0.zip(cs1).map(|(a, b)| b.saturating_sub(a)),
+    })
+}

@@ -1,0 +1,452 @@
+//! `xmemo-bench`: seeds an `xmemo serve` process with synthetic skills over HTTP and measures
+//! save throughput and Level 0/1/2 recall throughput and latency. A benchmark, not a test:
+//! it never fails on a figure; it prints each target next to what was measured.
+
+mod corpus;
+mod load;
+mod report;
+mod server;
+
+use anyhow::{Context, Result, bail};
+use clap::Parser;
+use corpus::{Corpus, QueryKind, Rng, SCRIPT_PATH};
+use load::{PhaseConfig, RequestGen, Seeded};
+use report::{Level, Phase, Report, SizeReport};
+use serde_json::Value;
+use server::{Server, StartOptions};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "xmemo-bench",
+    about = "Seed an xmemo server with skills and measure saves and recall over HTTP"
+)]
+struct Args {
+    /// The xmemo server binary [default: $CARGO_TARGET_DIR/release/xmemo, target/release/xmemo,
+    /// then the debug build with a warning]
+    #[arg(long)]
+    xmemo_bin: Option<PathBuf>,
+    /// Database URL passed to `xmemo serve --database-url` (e.g. postgres://… on an EMPTY
+    /// database); default: SQLite in a temporary data directory
+    #[arg(long)]
+    database_url: Option<String>,
+    /// Admin API key file, when the server does not write <data-dir>/admin.key (a database that
+    /// was not empty)
+    #[arg(long)]
+    admin_key_file: Option<PathBuf>,
+    /// Skill counts to measure at; one server is seeded up to each in turn
+    #[arg(long, value_delimiter = ',', default_value = "10000,100000")]
+    sizes: Vec<usize>,
+    /// Concurrent clients for the read phases
+    #[arg(long, value_delimiter = ',', default_value = "1,32")]
+    clients: Vec<usize>,
+    /// Concurrent clients while seeding
+    #[arg(long, default_value_t = 8)]
+    seed_concurrency: usize,
+    /// Measured seconds per read phase
+    #[arg(long, default_value_t = 10)]
+    duration_secs: u64,
+    /// Unmeasured warm-up seconds before each read phase
+    #[arg(long, default_value_t = 2)]
+    warmup_secs: u64,
+    /// Seed of the generated vocabulary, skills and request mix
+    #[arg(long, default_value_t = 42)]
+    corpus_seed: u64,
+    /// Words in the generated vocabulary
+    #[arg(long, default_value_t = 6000)]
+    vocabulary: usize,
+    /// Directory in which the temporary data directory is created [default: the system temp dir]
+    #[arg(long)]
+    data_parent: Option<PathBuf>,
+    /// Keep the data directory after the run (its path is printed)
+    #[arg(long)]
+    keep_data: bool,
+    /// Print the results as JSON on stdout (the human-readable table then goes to stderr)
+    #[arg(long)]
+    json: bool,
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let args = Args::parse();
+    let mut sizes = args.sizes.clone();
+    sizes.sort_unstable();
+    sizes.dedup();
+    sizes.retain(|&n| n > 0);
+    if sizes.is_empty() {
+        bail!("--sizes needs at least one positive skill count");
+    }
+    let mut clients = args.clients.clone();
+    clients.retain(|&c| c > 0);
+    clients.dedup();
+    if clients.is_empty() {
+        bail!("--clients needs at least one positive client count");
+    }
+    let bin = resolve_bin(args.xmemo_bin.as_deref())?;
+    let debug_build = looks_like_debug(&bin);
+    if debug_build {
+        eprintln!();
+        eprintln!(
+            "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"
+        );
+        eprintln!(
+            "!! WARNING: benchmarking a DEBUG build ({}).",
+            bin.display()
+        );
+        eprintln!("!! Debug figures are meaningless. Build the server with:");
+        eprintln!("!!   cargo build --release -p xmemo-cli");
+        eprintln!(
+            "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"
+        );
+        eprintln!();
+    }
+    let backend = match args.database_url.as_deref() {
+        None => "sqlite".to_string(),
+        Some(u) if u.starts_with("postgres") => "postgresql".to_string(),
+        Some(u) if u.starts_with("sqlite:") => "sqlite".to_string(),
+        Some(_) => "other".to_string(),
+    };
+
+    if let Some(load) = server::load_average().filter(|l| *l > 1.0) {
+        eprintln!(
+            "xmemo-bench: WARNING: 1-min load average is {load:.2}: other processes are busy and \
+             will lower the figures (see the \"other CPU\" column)"
+        );
+    }
+    let mut srv = Server::start(&StartOptions {
+        bin: &bin,
+        database_url: args.database_url.as_deref(),
+        admin_key_file: args.admin_key_file.as_deref(),
+        keep_data: args.keep_data,
+        data_parent: args.data_parent.as_deref(),
+    })?;
+    let data_fs = if args.database_url.is_none() {
+        server::filesystem_of(&srv.data_dir)
+    } else {
+        None
+    };
+    eprintln!(
+        "xmemo-bench: server pid {} at {} (data dir {}{}, backend {backend})",
+        srv.pid,
+        srv.base_url,
+        srv.data_dir.display(),
+        data_fs
+            .as_deref()
+            .map(|f| format!(" on {f}"))
+            .unwrap_or_default()
+    );
+    if data_fs.as_deref() == Some("tmpfs") {
+        eprintln!(
+            "xmemo-bench: WARNING: the data dir is on tmpfs, so fsync is free and save figures are \
+             not durable-save figures; pass --data-parent on a real disk"
+        );
+    }
+
+    let mut report = Report::new(
+        &bin,
+        debug_build,
+        &backend,
+        data_fs.clone(),
+        &args_summary(&args),
+    );
+    report.memory_at_start = srv.memory();
+
+    // Ctrl-C stops the run but still prints what was measured so far.
+    let result = tokio::select! {
+        r = run(&args, &sizes, &clients, &mut srv, &mut report) => r,
+        _ = tokio::signal::ctrl_c() => Err(anyhow::anyhow!("interrupted (Ctrl-C); the report below is partial")),
+    };
+    if let Err(e) = &result {
+        let alive = srv.alive();
+        eprintln!(
+            "xmemo-bench: run failed: {e:#}\n  server {}; last server stderr lines:\n{}",
+            if alive { "still running" } else { "has EXITED" },
+            srv.stderr_tail()
+        );
+    }
+    srv.stop();
+    if args.keep_data {
+        eprintln!("xmemo-bench: data kept in {}", srv.data_dir.display());
+    }
+    // Print whatever was measured, even after a failure.
+    let table = report.table();
+    if args.json {
+        eprintln!("{table}");
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report.json()).context("cannot encode the report")?
+        );
+    } else {
+        println!("{table}");
+    }
+    result
+}
+
+async fn run(
+    args: &Args,
+    sizes: &[usize],
+    clients: &[usize],
+    srv: &mut Server,
+    report: &mut Report,
+) -> Result<()> {
+    let corpus = Arc::new(Corpus::new(args.corpus_seed, args.vocabulary));
+    let mut seeded: Vec<Seeded> = Vec::new();
+    let mut count = 0usize;
+    let warmup = Duration::from_secs(args.warmup_secs);
+    let duration = Duration::from_secs(args.duration_secs.max(1));
+    for (size_no, &n) in sizes.iter().enumerate() {
+        eprintln!(
+            "xmemo-bench: seeding skills {count}..{n} with {} clients",
+            args.seed_concurrency
+        );
+        let seed = load::seed(
+            &srv.base_url,
+            &srv.admin_key,
+            corpus.clone(),
+            count,
+            n,
+            args.seed_concurrency,
+            srv.pid,
+        )
+        .await?;
+        count = n;
+        eprintln!(
+            "  {} saves in {:.1} s = {:.0} saves/s, {} errors",
+            seed.saves,
+            seed.secs,
+            seed.saves_per_sec(),
+            seed.errors.count
+        );
+        for e in &seed.errors.samples {
+            eprintln!("  error: {e}");
+        }
+        seeded.extend(seed.seeded.iter().cloned());
+        report.sizes.push(SizeReport::new(n, seed, srv.memory()));
+        if seeded.is_empty() {
+            bail!("no skill could be saved; nothing to read");
+        }
+        sanity_check(&srv.base_url, &srv.admin_key, &corpus, &seeded).await?;
+
+        let skills = Arc::new(seeded.clone());
+        for level in [Level::L0, Level::L1, Level::L2] {
+            for &c in clients {
+                eprintln!(
+                    "xmemo-bench: N={n} {} with {c} client(s): {}s warm-up + {}s",
+                    level.label(),
+                    warmup.as_secs(),
+                    duration.as_secs()
+                );
+                let generate = request_gen(level, corpus.clone(), skills.clone());
+                let tags = if level == Level::L0 {
+                    QueryKind::ALL.len()
+                } else {
+                    1
+                };
+                let phase_seed = args.corpus_seed
+                    ^ ((size_no as u64) << 40)
+                    ^ ((level as u64) << 48)
+                    ^ ((c as u64) << 20);
+                let r = load::run_phase(
+                    &srv.base_url,
+                    &srv.admin_key,
+                    PhaseConfig {
+                        clients: c,
+                        warmup,
+                        duration,
+                    },
+                    tags,
+                    phase_seed,
+                    srv.pid,
+                    generate,
+                )
+                .await?;
+                eprintln!(
+                    "  {:.0} req/s, p50 {:.2} ms, p99 {:.2} ms, {} errors",
+                    r.req_per_sec(),
+                    r.latency.p50_us as f64 / 1000.0,
+                    r.latency.p99_us as f64 / 1000.0,
+                    r.errors.count
+                );
+                for e in &r.errors.samples {
+                    eprintln!("  error: {e}");
+                }
+                let memory = srv.memory();
+                if let Some(size) = report.sizes.last_mut() {
+                    size.phases.push(Phase {
+                        level,
+                        clients: c,
+                        result: r,
+                        memory,
+                    });
+                }
+                if !srv.alive() {
+                    bail!("the server exited during the run");
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Requests for one level: L0 cycles through the query kinds; L1 and L2 pick seeded skills
+/// uniformly at random.
+fn request_gen(level: Level, corpus: Arc<Corpus>, skills: Arc<Vec<Seeded>>) -> Arc<RequestGen> {
+    match level {
+        Level::L0 => Arc::new(move |rng: &mut Rng| {
+            let tag = rng.below(QueryKind::ALL.len());
+            let kind = QueryKind::ALL[tag];
+            let slug = &skills[rng.below(skills.len())].slug;
+            let q = corpus.query(rng, kind, slug);
+            (tag, format!("/api/v1/skills?query={}&limit=10", encode(&q)))
+        }),
+        Level::L1 => Arc::new(move |rng: &mut Rng| {
+            let s = &skills[rng.below(skills.len())];
+            (0, format!("/api/v1/skills/{}", s.slug))
+        }),
+        Level::L2 => Arc::new(move |rng: &mut Rng| {
+            let s = &skills[rng.below(skills.len())];
+            (
+                0,
+                format!(
+                    "/api/v1/skills/{}/revisions/{}/resources/{SCRIPT_PATH}",
+                    s.slug,
+                    encode(&s.revision_id)
+                ),
+            )
+        }),
+    }
+}
+
+/// Percent-encodes everything but unreserved characters.
+fn encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// Before measuring: the requests the phases send return what they should.
+async fn sanity_check(base: &str, key: &str, corpus: &Corpus, seeded: &[Seeded]) -> Result<()> {
+    let client = load::client()?;
+    let s = &seeded[seeded.len() / 2];
+    let get = |path: String| {
+        let client = client.clone();
+        async move {
+            let resp = client
+                .get(format!("{base}{path}"))
+                .bearer_auth(key)
+                .send()
+                .await
+                .with_context(|| format!("GET {path}"))?;
+            let status = resp.status();
+            let bytes = resp.bytes().await?;
+            if !status.is_success() {
+                bail!(
+                    "sanity check GET {path}: HTTP {status}: {}",
+                    load::snippet(&bytes)
+                );
+            }
+            serde_json::from_slice::<Value>(&bytes)
+                .with_context(|| format!("sanity check GET {path}: response is not JSON"))
+        }
+    };
+    let l0 = get(format!("/api/v1/skills?query={}&limit=10", encode(&s.slug))).await?;
+    let first = l0
+        .pointer("/data/skills/0/slug")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if first != s.slug {
+        bail!(
+            "sanity check: searching for slug {} does not rank it first (got `{first}`)",
+            s.slug
+        );
+    }
+    let l1 = get(format!("/api/v1/skills/{}", s.slug)).await?;
+    let rev = l1
+        .pointer("/data/revision_id")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if rev != s.revision_id {
+        bail!(
+            "sanity check: Level 1 of {} returned revision `{rev}`, saved was {}",
+            s.slug,
+            s.revision_id
+        );
+    }
+    let l2 = get(format!(
+        "/api/v1/skills/{}/revisions/{}/resources/{SCRIPT_PATH}",
+        s.slug,
+        encode(&s.revision_id)
+    ))
+    .await?;
+    let (_, body) = corpus.skill(s.index);
+    let expected = body
+        .pointer("/components/0/content")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let got = l2
+        .pointer("/data/content")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if got != expected {
+        bail!(
+            "sanity check: Level 2 content of {} differs from what was saved",
+            s.slug
+        );
+    }
+    Ok(())
+}
+
+fn resolve_bin(explicit: Option<&Path>) -> Result<PathBuf> {
+    if let Some(p) = explicit {
+        return p
+            .canonicalize()
+            .with_context(|| format!("--xmemo-bin {} not found", p.display()));
+    }
+    let mut candidates = Vec::new();
+    if let Some(dir) = std::env::var_os("CARGO_TARGET_DIR") {
+        candidates.push(PathBuf::from(&dir).join("release/xmemo"));
+    }
+    candidates.push(PathBuf::from("target/release/xmemo"));
+    if let Some(dir) = std::env::var_os("CARGO_TARGET_DIR") {
+        candidates.push(PathBuf::from(&dir).join("debug/xmemo"));
+    }
+    candidates.push(PathBuf::from("target/debug/xmemo"));
+    for c in &candidates {
+        if c.is_file() {
+            return c
+                .canonicalize()
+                .with_context(|| format!("cannot resolve {}", c.display()));
+        }
+    }
+    bail!(
+        "no xmemo binary found (looked at {}); build it with `cargo build --release -p xmemo-cli` \
+         or pass --xmemo-bin",
+        candidates
+            .iter()
+            .map(|c| c.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
+fn looks_like_debug(bin: &Path) -> bool {
+    bin.components().any(|c| c.as_os_str() == "debug")
+}
+
+fn args_summary(args: &Args) -> Vec<(String, Value)> {
+    vec![
+        ("duration_secs".into(), args.duration_secs.into()),
+        ("warmup_secs".into(), args.warmup_secs.into()),
+        ("seed_concurrency".into(), args.seed_concurrency.into()),
+        ("corpus_seed".into(), args.corpus_seed.into()),
+        ("vocabulary".into(), args.vocabulary.into()),
+    ]
+}

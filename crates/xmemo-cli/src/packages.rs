@@ -1,0 +1,860 @@
+//! Skill packages from the command line: `xmemo import PATH|URL`, `xmemo export SLUG`,
+//! `xmemo diff SLUG FROM TO`, over the REST API (`XMEMO_URL`, `XMEMO_KEY`).
+//!
+//! `import` sends a `.zip` or a `SKILL.md` as is, zips a skill directory in memory (every
+//! file, symlinks included, so the server's package rules judge them; only the junk the
+//! server ignores anyway — `.git/`, `__MACOSX/`, `.DS_Store`… — is left out), and hands
+//! `https://` URLs to the server's repository import.
+
+use crate::client::Conn;
+use crate::client::http::{Api, Failure, decode, fail};
+use clap::{Args, Subcommand, ValueEnum};
+use reqwest::Method;
+use serde_json::{Value, json};
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use xmemo_core::diff::{TextDiff, WordOpKind};
+use xmemo_server::service::SkillDiff;
+
+/// The server's request body limit (`rest::BODY_LIMIT_BYTES`): larger packages are refused
+/// here before anything is sent.
+const BODY_LIMIT: usize = xmemo_server::rest::BODY_LIMIT_BYTES;
+
+#[derive(Subcommand, Debug)]
+pub enum PackageCommand {
+    /// Import a skill from a .zip, a SKILL.md, a skill directory, or a GitHub / ClawHub URL
+    Import(ImportArgs),
+    /// Download a revision as a Source Capsule ZIP (lossless, deterministic)
+    Export(ExportArgs),
+    /// Word-level diff between two revisions of a skill
+    Diff(DiffArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ImportArgs {
+    /// A .zip file, a SKILL.md file, a skill directory, or an https:// URL
+    /// (https://github.com/OWNER/REPO[/tree/REF/PATH], https://clawhub.ai/OWNER/SKILL)
+    pub source: String,
+    /// Workspace id, `personal` (default) or a team handle
+    #[arg(long)]
+    pub workspace: Option<String>,
+    /// The skill's slug (default: the capsule's, else the frontmatter name, else the folder)
+    #[arg(long)]
+    pub slug: Option<String>,
+    /// Publish at once (in a team workspace: propose for approval)
+    #[arg(long)]
+    pub publish: bool,
+    /// Refuse with CONFLICT unless this is still the skill's latest revision
+    #[arg(long)]
+    pub expected_revision: Option<String>,
+    #[command(flatten)]
+    pub conn: Conn,
+}
+
+#[derive(Args, Debug)]
+pub struct ExportArgs {
+    pub slug: String,
+    /// The revision to export (default: the published one, else the latest)
+    #[arg(long)]
+    pub revision: Option<String>,
+    /// Where to write the ZIP (`-` for stdout; default: ./<slug>-r<N>.zip)
+    #[arg(short = 'o', long = "output")]
+    pub output: Option<PathBuf>,
+    /// Workspace id, `personal` or a team handle (needed when the slug exists in several)
+    #[arg(long)]
+    pub workspace: Option<String>,
+    #[command(flatten)]
+    pub conn: Conn,
+}
+
+#[derive(Args, Debug)]
+pub struct DiffArgs {
+    pub slug: String,
+    /// The older revision: a revision id, or a revision number (`1`, `r1`)
+    pub from: String,
+    /// The newer revision: a revision id, or a revision number
+    pub to: String,
+    /// Workspace id, `personal` or a team handle (needed when the slug exists in several)
+    #[arg(long)]
+    pub workspace: Option<String>,
+    /// Colours: auto (when stdout is a terminal and NO_COLOR is unset), always, never.
+    /// Without colours, deletions show as [-…-] and insertions as {+…+}
+    #[arg(long, value_enum, default_value_t = ColorMode::Auto)]
+    pub color: ColorMode,
+    #[command(flatten)]
+    pub conn: Conn,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorMode {
+    Auto,
+    Always,
+    Never,
+}
+
+impl PackageCommand {
+    fn conn(&self) -> &Conn {
+        match self {
+            Self::Import(a) => &a.conn,
+            Self::Export(a) => &a.conn,
+            Self::Diff(a) => &a.conn,
+        }
+    }
+}
+
+pub async fn run(cmd: PackageCommand) -> anyhow::Result<()> {
+    let json = cmd.conn().json;
+    let result = match cmd {
+        PackageCommand::Import(a) => import(a).await,
+        PackageCommand::Export(a) => export(a).await,
+        PackageCommand::Diff(a) => diff(a).await,
+    };
+    if let Err(e) = &result
+        && json
+    {
+        print_json(&Failure::json_of(e));
+    }
+    result
+}
+
+fn print_json(value: &Value) {
+    match serde_json::to_string_pretty(value) {
+        Ok(text) => println!("{text}"),
+        Err(_) => println!("{value}"),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// import
+// ---------------------------------------------------------------------------------------
+
+async fn import(a: ImportArgs) -> anyhow::Result<()> {
+    let api = Api::new(&a.conn)?;
+    let intent = a.publish.then_some("publish");
+    let source = a.source.trim();
+    let value = if source.starts_with("https://") || source.starts_with("http://") {
+        let url = api.url(&["skills", "import-url"], &[])?;
+        let body = json!({
+            "url": source,
+            "workspace": a.workspace,
+            "slug": a.slug,
+            "intent": intent,
+            "expected_revision_id": a.expected_revision,
+        });
+        api.call(Method::POST, url, Some(&body))
+            .await?
+            .unwrap_or(Value::Null)
+    } else {
+        let path = Path::new(source);
+        let (content_type, bytes, file_name) = package_bytes(path)?;
+        let url = api.url(
+            &["skills", "import"],
+            &[
+                ("workspace", a.workspace.as_deref()),
+                ("slug", a.slug.as_deref()),
+                ("intent", intent),
+                ("expected_revision_id", a.expected_revision.as_deref()),
+                ("filename", file_name.as_deref()),
+            ],
+        )?;
+        api.send_bytes(Method::POST, url, content_type, bytes)
+            .await?
+    };
+    if a.conn.json {
+        print_json(&value);
+        return Ok(());
+    }
+    let data = &value["data"];
+    let text = |k: &str| data[k].as_str().unwrap_or("?").to_string();
+    if data["created"].as_bool().unwrap_or(false) {
+        println!(
+            "imported {} revision {} ({}) into {}",
+            text("slug"),
+            data["revision_number"],
+            text("status"),
+            text("workspace")
+        );
+    } else {
+        println!(
+            "unchanged: {} revision {} ({}) in {} already holds this content",
+            text("slug"),
+            data["revision_number"],
+            text("status"),
+            text("workspace")
+        );
+    }
+    println!("revision    {}", text("revision_id"));
+    println!("hash        {}", text("canonical_hash"));
+    println!("components  {}", data["components"]);
+    println!("source      {}", describe_source(&data["source"]));
+    if data["status"] == "draft" {
+        println!(
+            "publish it: xmemo publish {} {}",
+            text("slug"),
+            text("revision_id")
+        );
+    }
+    Ok(())
+}
+
+fn describe_source(source: &Value) -> String {
+    let s = |k: &str| source[k].as_str().map(str::to_string);
+    match source["kind"].as_str() {
+        Some("github") => {
+            let mut out = format!("github {}", s("repository").unwrap_or_default());
+            if let Some(r) = s("ref") {
+                out.push_str(&format!("@{r}"));
+            }
+            if let Some(p) = s("path") {
+                out.push_str(&format!(" {p}"));
+            }
+            if let Some(c) = s("commit") {
+                out.push_str(&format!(
+                    " (commit {})",
+                    c.chars().take(12).collect::<String>()
+                ));
+            }
+            out
+        }
+        Some("clawhub") => format!("clawhub {}", s("skill").unwrap_or_default()),
+        Some(kind) => {
+            let name = s("file_name").map(|n| format!(" {n}")).unwrap_or_default();
+            format!("{kind}{name}")
+        }
+        None => "-".into(),
+    }
+}
+
+/// The body to send for a local path: a ZIP as is, a SKILL.md as Markdown, a directory
+/// zipped in memory. Returns the content type, the bytes and a file name for the record.
+fn package_bytes(path: &Path) -> anyhow::Result<(&'static str, Vec<u8>, Option<String>)> {
+    let meta = std::fs::metadata(path).map_err(|e| {
+        fail(Failure::input(format!(
+            "cannot read `{}`: {e} (give a .zip, a SKILL.md, a skill directory or an https:// URL)",
+            path.display()
+        )))
+    })?;
+    let name = path
+        .canonicalize()
+        .ok()
+        .and_then(|p| p.file_name().and_then(|n| n.to_str()).map(str::to_string));
+    if meta.is_dir() {
+        let bytes = zip_dir(path, name.as_deref())?;
+        return Ok(("application/zip", bytes, name.map(|n| format!("{n}/"))));
+    }
+    if meta.len() > BODY_LIMIT as u64 {
+        return Err(too_large(path));
+    }
+    let bytes = std::fs::read(path).map_err(|e| {
+        fail(Failure::input(format!(
+            "cannot read `{}`: {e}",
+            path.display()
+        )))
+    })?;
+    let is_zip = bytes.starts_with(b"PK\x03\x04")
+        || bytes.starts_with(b"PK\x05\x06")
+        || path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("zip"));
+    let content_type = if is_zip {
+        "application/zip"
+    } else {
+        "text/markdown"
+    };
+    Ok((content_type, bytes, name))
+}
+
+fn too_large(path: &Path) -> anyhow::Error {
+    fail(Failure::local(
+        "PAYLOAD_TOO_LARGE",
+        format!(
+            "`{}` is larger than {} bytes, the most the server accepts in one import",
+            path.display(),
+            BODY_LIMIT
+        ),
+    ))
+}
+
+/// Zips a skill directory in memory, entries sorted, under `<folder>/` when the folder's
+/// name can be a path (so the server may use it as the slug), with fixed timestamps so the
+/// same directory always gives the same bytes.
+fn zip_dir(dir: &Path, folder: Option<&str>) -> anyhow::Result<Vec<u8>> {
+    use zip::write::SimpleFileOptions;
+    let prefix = folder
+        .filter(|f| xmemo_core::package::unsafe_path_reason(f).is_none())
+        .map(|f| format!("{f}/"))
+        .unwrap_or_default();
+    let mut entries = Vec::new();
+    walk(dir, "", &mut entries)?;
+    let mut writer = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    let options = |mode: u32| {
+        SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Deflated)
+            .last_modified_time(zip::DateTime::default())
+            .unix_permissions(mode)
+    };
+    let zip_err = |e: zip::result::ZipError| {
+        fail(Failure::input(format!(
+            "cannot zip `{}`: {e}",
+            dir.display()
+        )))
+    };
+    let mut total: u64 = 0;
+    for entry in entries {
+        let name = format!("{prefix}{}", entry.relative);
+        match entry.kind {
+            EntryKind::Symlink(target) => writer
+                .add_symlink(name, target, options(0o777))
+                .map_err(zip_err)?,
+            EntryKind::File { executable } => {
+                let bytes = std::fs::read(&entry.path).map_err(|e| {
+                    fail(Failure::input(format!(
+                        "cannot read `{}`: {e}",
+                        entry.path.display()
+                    )))
+                })?;
+                total += bytes.len() as u64;
+                if total > BODY_LIMIT as u64 {
+                    return Err(too_large(dir));
+                }
+                let mode = if executable { 0o755 } else { 0o644 };
+                writer.start_file(name, options(mode)).map_err(zip_err)?;
+                writer.write_all(&bytes).map_err(|e| {
+                    fail(Failure::input(format!(
+                        "cannot zip `{}`: {e}",
+                        dir.display()
+                    )))
+                })?;
+            }
+        }
+    }
+    let bytes = writer.finish().map_err(zip_err)?.into_inner();
+    if bytes.len() > BODY_LIMIT {
+        return Err(too_large(dir));
+    }
+    Ok(bytes)
+}
+
+enum EntryKind {
+    File { executable: bool },
+    Symlink(String),
+}
+
+struct Entry {
+    path: PathBuf,
+    relative: String,
+    kind: EntryKind,
+}
+
+fn walk(dir: &Path, relative: &str, out: &mut Vec<Entry>) -> anyhow::Result<()> {
+    let read_err = |p: &Path, e: std::io::Error| {
+        fail(Failure::input(format!(
+            "cannot read `{}`: {e}",
+            p.display()
+        )))
+    };
+    let mut children: Vec<(String, PathBuf)> = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(|e| read_err(dir, e))? {
+        let entry = entry.map_err(|e| read_err(dir, e))?;
+        let path = entry.path();
+        let name = entry.file_name().into_string().map_err(|raw| {
+            fail(Failure::input(format!(
+                "`{}`: file names must be UTF-8 ({:?})",
+                dir.display(),
+                raw
+            )))
+        })?;
+        children.push((name, path));
+    }
+    children.sort();
+    for (name, path) in children {
+        let rel = if relative.is_empty() {
+            name
+        } else {
+            format!("{relative}/{name}")
+        };
+        let meta = std::fs::symlink_metadata(&path).map_err(|e| read_err(&path, e))?;
+        let kind = meta.file_type();
+        if kind.is_dir() {
+            // Folders the server ignores (`.git/`, `__MACOSX/`) are not even read.
+            if !xmemo_core::package::is_ignored_path(&format!("{rel}/x")) {
+                walk(&path, &rel, out)?;
+            }
+        } else if kind.is_symlink() {
+            let target = std::fs::read_link(&path).map_err(|e| read_err(&path, e))?;
+            out.push(Entry {
+                path,
+                relative: rel,
+                kind: EntryKind::Symlink(target.to_string_lossy().into_owned()),
+            });
+        } else if kind.is_file() {
+            if xmemo_core::package::is_ignored_path(&rel) {
+                continue;
+            }
+            #[cfg(unix)]
+            let executable = {
+                use std::os::unix::fs::PermissionsExt;
+                meta.permissions().mode() & 0o111 != 0
+            };
+            #[cfg(not(unix))]
+            let executable = false;
+            out.push(Entry {
+                path,
+                relative: rel,
+                kind: EntryKind::File { executable },
+            });
+        } else {
+            return Err(fail(Failure::input(format!(
+                "`{}` is not a regular file, folder or symlink (devices, pipes and sockets cannot be part of a skill)",
+                path.display()
+            ))));
+        }
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// export
+// ---------------------------------------------------------------------------------------
+
+async fn export(a: ExportArgs) -> anyhow::Result<()> {
+    let api = Api::new(&a.conn)?;
+    let url = api.url(
+        &["skills", &a.slug, "export"],
+        &[
+            ("revision_id", a.revision.as_deref()),
+            ("workspace", a.workspace.as_deref()),
+        ],
+    )?;
+    let (bytes, _) = api.get_bytes(url).await?;
+    // The capsule describes itself; read it back for the summary (and as a check).
+    let manifest = xmemo_core::package::read_zip(&bytes, &Default::default())
+        .ok()
+        .and_then(|p| p.capsule);
+    let file_name = manifest
+        .as_ref()
+        .map(|m| format!("{}-r{}.zip", m.skill.slug, m.revision.revision_number))
+        .unwrap_or_else(|| format!("{}.zip", a.slug));
+    let output = a.output.unwrap_or_else(|| PathBuf::from(&file_name));
+    let to_stdout = output.as_os_str() == "-";
+    if to_stdout {
+        std::io::stdout()
+            .write_all(&bytes)
+            .and_then(|()| std::io::stdout().flush())
+            .map_err(|e| fail(Failure::input(format!("cannot write to stdout: {e}"))))?;
+    } else {
+        std::fs::write(&output, &bytes).map_err(|e| {
+            fail(Failure::input(format!(
+                "cannot write `{}`: {e}",
+                output.display()
+            )))
+        })?;
+    }
+    let summary = json!({
+        "file": if to_stdout { Value::Null } else { json!(output.display().to_string()) },
+        "bytes": bytes.len(),
+        "slug": manifest.as_ref().map(|m| m.skill.slug.clone()),
+        "revision_id": manifest.as_ref().map(|m| m.revision.revision_id.clone()),
+        "revision_number": manifest.as_ref().map(|m| m.revision.revision_number),
+        "status": manifest.as_ref().and_then(|m| m.revision.status),
+        "canonical_hash": manifest.as_ref().map(|m| m.canonical_hash.clone()),
+    });
+    if to_stdout {
+        // stdout holds the ZIP; the summary goes to stderr.
+        eprintln!("exported {} bytes", bytes.len());
+    } else if a.conn.json {
+        print_json(&summary);
+    } else {
+        println!("wrote {} ({} bytes)", output.display(), bytes.len());
+        if let Some(m) = &manifest {
+            println!(
+                "revision  {} (r{}, {})",
+                m.revision.revision_id,
+                m.revision.revision_number,
+                m.revision
+                    .status
+                    .map(|s| s.to_string())
+                    .unwrap_or_else(|| "-".into())
+            );
+            println!("hash      {}", m.canonical_hash);
+        }
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// diff
+// ---------------------------------------------------------------------------------------
+
+async fn diff(a: DiffArgs) -> anyhow::Result<()> {
+    let api = Api::new(&a.conn)?;
+    let mut numbers = None;
+    let mut resolve = async |arg: &str| -> anyhow::Result<String> {
+        let trimmed = arg.trim();
+        let digits = trimmed
+            .strip_prefix('r')
+            .or_else(|| trimmed.strip_prefix('#'))
+            .unwrap_or(trimmed);
+        let Ok(number) = digits.parse::<i64>() else {
+            return Ok(trimmed.to_string());
+        };
+        if numbers.is_none() {
+            let url = api.url(
+                &["skills", &a.slug, "revisions"],
+                &[("workspace", a.workspace.as_deref())],
+            )?;
+            let list = api.get(url).await?;
+            let map: Vec<(i64, String)> = list["revisions"]
+                .as_array()
+                .map(|revs| {
+                    revs.iter()
+                        .filter_map(|r| {
+                            Some((
+                                r["revision_number"].as_i64()?,
+                                r["revision_id"].as_str()?.to_string(),
+                            ))
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            numbers = Some(map);
+        }
+        numbers
+            .as_ref()
+            .and_then(|m| m.iter().find(|(n, _)| *n == number))
+            .map(|(_, id)| id.clone())
+            .ok_or_else(|| {
+                fail(Failure::local(
+                    "NOT_FOUND",
+                    format!("skill `{}` has no revision number {number}", a.slug),
+                ))
+            })
+    };
+    let from = resolve(&a.from).await?;
+    let to = resolve(&a.to).await?;
+    let url = api.url(
+        &["skills", &a.slug, "diff"],
+        &[
+            ("from", Some(from.as_str())),
+            ("to", Some(to.as_str())),
+            ("workspace", a.workspace.as_deref()),
+        ],
+    )?;
+    let value = api.get(url).await?;
+    if a.conn.json {
+        print_json(&value);
+        return Ok(());
+    }
+    let diff: SkillDiff = decode(value, "diff")?;
+    let color = match a.color {
+        ColorMode::Always => true,
+        ColorMode::Never => false,
+        ColorMode::Auto => {
+            std::io::stdout().is_terminal()
+                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+        }
+    };
+    print!("{}", render(&diff, &Style { color }));
+    Ok(())
+}
+
+/// How insertions and deletions are marked.
+pub struct Style {
+    pub color: bool,
+}
+
+impl Style {
+    fn insert(&self, text: &str) -> String {
+        if self.color {
+            paint(text, "\x1b[32m")
+        } else {
+            format!("{{+{text}+}}")
+        }
+    }
+
+    fn delete(&self, text: &str) -> String {
+        if self.color {
+            paint(text, "\x1b[31;9m")
+        } else {
+            format!("[-{text}-]")
+        }
+    }
+
+    fn dim(&self, text: &str) -> String {
+        if self.color {
+            paint(text, "\x1b[2m")
+        } else {
+            text.to_string()
+        }
+    }
+
+    fn bold(&self, text: &str) -> String {
+        if self.color {
+            paint(text, "\x1b[1m")
+        } else {
+            text.to_string()
+        }
+    }
+}
+
+/// ANSI style per line, so a colour never runs past a line break.
+fn paint(text: &str, code: &str) -> String {
+    text.split_inclusive('\n')
+        .map(|line| match line.strip_suffix('\n') {
+            Some("") => "\n".to_string(),
+            Some(body) => format!("{code}{body}\x1b[0m\n"),
+            None => format!("{code}{line}\x1b[0m"),
+        })
+        .collect()
+}
+
+/// Unchanged lines kept around each change.
+const CONTEXT_LINES: usize = 2;
+
+/// A word diff as text: unchanged runs folded to a few lines of context.
+fn render_text(d: &TextDiff, style: &Style) -> String {
+    let mut out = String::new();
+    let last = d.ops.len().saturating_sub(1);
+    for (i, op) in d.ops.iter().enumerate() {
+        match op.op {
+            WordOpKind::Insert => out.push_str(&style.insert(&op.text)),
+            WordOpKind::Delete => out.push_str(&style.delete(&op.text)),
+            WordOpKind::Equal => out.push_str(&fold(&op.text, i == 0, i == last, style)),
+        }
+    }
+    out
+}
+
+fn fold(text: &str, first: bool, last: bool, style: &Style) -> String {
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let head = if first { 0 } else { 1 + CONTEXT_LINES };
+    let tail = if last { 0 } else { 1 + CONTEXT_LINES };
+    if lines.len() <= head + tail + 1 {
+        return text.to_string();
+    }
+    let hidden = lines.len() - head - tail;
+    let mut out: String = lines[..head].concat();
+    if !out.is_empty() && !out.ends_with('\n') {
+        out.push('\n');
+    }
+    out.push_str(&style.dim(&format!("⋮ {hidden} unchanged lines\n")));
+    out.push_str(&lines[lines.len() - tail..].concat());
+    out
+}
+
+fn indent(text: &str, by: &str) -> String {
+    let mut out = String::new();
+    for line in text.split_inclusive('\n') {
+        out.push_str(by);
+        out.push_str(line);
+    }
+    if !out.ends_with('\n') {
+        out.push('\n');
+    }
+    out
+}
+
+fn human_size(bytes: u64) -> String {
+    if bytes < 1024 {
+        format!("{bytes} B")
+    } else {
+        format!("{:.1} KiB", bytes as f64 / 1024.0)
+    }
+}
+
+/// The whole diff as terminal text.
+pub fn render(d: &SkillDiff, style: &Style) -> String {
+    let mut out = String::new();
+    let side = |s: &xmemo_server::service::DiffSide| {
+        format!("r{} {} ({})", s.revision_number, s.revision_id, s.status)
+    };
+    out.push_str(&style.bold(&format!(
+        "diff {} in {}: {} → {}\n",
+        d.slug,
+        d.workspace,
+        side(&d.from),
+        side(&d.to)
+    )));
+    let diff = &d.diff;
+    if diff.identical {
+        out.push_str("identical content (same canonical_hash)\n");
+        return out;
+    }
+    if let Some(c) = &diff.name {
+        out.push_str(&format!(
+            "name: {} → {}\n",
+            style.delete(&c.old),
+            style.insert(&c.new)
+        ));
+    }
+    if let Some(c) = &diff.description {
+        out.push_str(&format!(
+            "description: {} → {}\n",
+            style.delete(&c.old),
+            style.insert(&c.new)
+        ));
+    }
+    if !diff.metadata.is_empty() {
+        out.push_str("metadata:\n");
+        for m in &diff.metadata {
+            let value = |v: &Option<Value>| v.as_ref().map(|v| v.to_string()).unwrap_or_default();
+            let line = match m.change {
+                xmemo_core::diff::MetadataChangeKind::Added => {
+                    format!("  + {} = {}\n", m.key, style.insert(&value(&m.new)))
+                }
+                xmemo_core::diff::MetadataChangeKind::Removed => {
+                    format!("  - {} = {}\n", m.key, style.delete(&value(&m.old)))
+                }
+                xmemo_core::diff::MetadataChangeKind::Changed => format!(
+                    "  ~ {}: {} → {}\n",
+                    m.key,
+                    style.delete(&value(&m.old)),
+                    style.insert(&value(&m.new))
+                ),
+            };
+            out.push_str(&line);
+        }
+    }
+    let body = &diff.instruction_body;
+    if body.changed {
+        out.push_str(&format!(
+            "instruction body (+{} −{} words):\n",
+            body.words_inserted, body.words_deleted
+        ));
+        out.push_str(&indent(&render_text(body, style), "  "));
+    } else {
+        out.push_str("instruction body: unchanged\n");
+    }
+    let c = &diff.components;
+    out.push_str(&format!(
+        "components: {} added, {} removed, {} modified, {} unchanged\n",
+        c.added.len(),
+        c.removed.len(),
+        c.modified.len(),
+        c.unchanged.len()
+    ));
+    for a in &c.added {
+        out.push_str(&format!(
+            "  {}\n",
+            style.insert(&format!(
+                "+ {} ({}, {})",
+                a.logical_path,
+                a.component_type,
+                human_size(a.size)
+            ))
+        ));
+    }
+    for r in &c.removed {
+        out.push_str(&format!(
+            "  {}\n",
+            style.delete(&format!(
+                "- {} ({}, {})",
+                r.logical_path,
+                r.component_type,
+                human_size(r.size)
+            ))
+        ));
+    }
+    for m in &c.modified {
+        let mut line = format!("  ~ {} ({})", m.logical_path, m.new.component_type);
+        if m.type_changed {
+            line.push_str(&format!(
+                ": type {} → {}",
+                m.old.component_type, m.new.component_type
+            ));
+        }
+        match &m.text_diff {
+            Some(t) => {
+                line.push_str(&format!(
+                    ": +{} −{} words\n",
+                    t.words_inserted, t.words_deleted
+                ));
+                out.push_str(&line);
+                out.push_str(&indent(&render_text(t, style), "      "));
+            }
+            None if m.content_changed => {
+                line.push_str(&format!(
+                    ": binary {} sha256 {}… → {} sha256 {}…\n",
+                    human_size(m.old.size),
+                    &m.old.content_hash.chars().take(12).collect::<String>(),
+                    human_size(m.new.size),
+                    &m.new.content_hash.chars().take(12).collect::<String>(),
+                ));
+                out.push_str(&line);
+            }
+            None => {
+                line.push('\n');
+                out.push_str(&line);
+            }
+        }
+    }
+    if diff.timed_out {
+        out.push_str(&style.dim(
+            "note: the diff reached its time budget; some changes are shown coarser than minimal\n",
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use xmemo_core::diff::WordOp;
+
+    fn text(ops: &[(WordOpKind, &str)]) -> TextDiff {
+        TextDiff {
+            changed: true,
+            timed_out: false,
+            ops: ops
+                .iter()
+                .map(|(op, t)| WordOp {
+                    op: *op,
+                    text: t.to_string(),
+                })
+                .collect(),
+            words_inserted: 0,
+            words_deleted: 0,
+        }
+    }
+
+    #[test]
+    fn plain_and_coloured_markers() {
+        use WordOpKind::*;
+        let d = text(&[
+            (Equal, "Deploy the "),
+            (Delete, "app"),
+            (Insert, "service"),
+            (Equal, " now"),
+        ]);
+        assert_eq!(
+            render_text(&d, &Style { color: false }),
+            "Deploy the [-app-]{+service+} now"
+        );
+        assert_eq!(
+            render_text(&d, &Style { color: true }),
+            "Deploy the \x1b[31;9mapp\x1b[0m\x1b[32mservice\x1b[0m now"
+        );
+        // Colours stop at line ends.
+        assert_eq!(
+            paint("a\nb", "\x1b[32m"),
+            "\x1b[32ma\x1b[0m\n\x1b[32mb\x1b[0m"
+        );
+    }
+
+    #[test]
+    fn long_unchanged_runs_are_folded() {
+        use WordOpKind::*;
+        let many: String = (1..=20).map(|i| format!("line {i}\n")).collect();
+        let d = text(&[(Equal, &many), (Insert, "new"), (Equal, &many)]);
+        let out = render_text(&d, &Style { color: false });
+        assert!(
+            out.starts_with("⋮ 17 unchanged lines\nline 18\nline 19\nline 20\n{+new+}"),
+            "{out}"
+        );
+        assert!(
+            out.contains("{+new+}line 1\nline 2\nline 3\n⋮ 17 unchanged lines\n"),
+            "{out}"
+        );
+        assert!(!out.contains("line 10\n"), "{out}");
+    }
+}

@@ -1,0 +1,295 @@
+//! End-to-end: `xmemo import DIR` → `xmemo export` → `xmemo diff`, with the real binary
+//! against a real `xmemo serve` child process (same approach as tests/cli.rs).
+
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_xmemo");
+
+const SCRUBBED_ENV: &[&str] = &[
+    "XMEMO_URL",
+    "XMEMO_KEY",
+    "XMEMO_AGENT_ID",
+    "XMEMO_AGENT_INSTANCE_ID",
+    "XMEMO_LISTEN",
+    "XMEMO_DATA_DIR",
+    "XMEMO_DATABASE_URL",
+    "XMEMO_CONFIG",
+    "XMEMO_PUBLIC_URL",
+    "NO_COLOR",
+];
+
+fn command(cwd: &Path) -> Command {
+    let mut cmd = Command::new(BIN);
+    for var in SCRUBBED_ENV {
+        cmd.env_remove(var);
+    }
+    cmd.current_dir(cwd);
+    cmd
+}
+
+/// A running `xmemo serve`, killed when dropped.
+struct Server {
+    child: Child,
+    url: String,
+}
+
+impl Server {
+    fn start(data_dir: &Path) -> Server {
+        let mut child = command(data_dir.parent().unwrap_or(data_dir))
+            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(data_dir)
+            .env("XMEMO_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn xmemo serve");
+        let stderr = child.stderr.take().expect("piped stderr");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                let _ = tx.send(line);
+            }
+        });
+        let mut server = Server {
+            child,
+            url: String::new(),
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let mut seen = Vec::new();
+        while server.url.is_empty() {
+            match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok(line) => {
+                    if let Some(rest) = line.strip_prefix("xmemo: listening on ") {
+                        server.url = rest.split_whitespace().next().unwrap_or("").to_string();
+                    }
+                    seen.push(line);
+                }
+                Err(_) => panic!("xmemo serve did not start:\n{}", seen.join("\n")),
+            }
+        }
+        server
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[derive(Debug)]
+struct Run {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+struct Client {
+    url: String,
+    key: String,
+    cwd: std::path::PathBuf,
+}
+
+impl Client {
+    fn run(&self, args: &[&str]) -> Run {
+        let out = command(&self.cwd)
+            .args(args)
+            .env("XMEMO_URL", &self.url)
+            .env("XMEMO_KEY", &self.key)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run xmemo");
+        Run {
+            code: out.status.code(),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let run = self.run(args);
+        assert_eq!(run.code, Some(0), "xmemo {args:?} failed:\n{run:#?}");
+        run.stdout
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        let mut all = args.to_vec();
+        all.push("--json");
+        let out = self.ok(&all);
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("not JSON ({e}):\n{out}"))
+    }
+}
+
+fn write(path: &Path, bytes: &[u8]) {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).unwrap();
+    }
+    std::fs::write(path, bytes).unwrap();
+}
+
+const SKILL_MD_V1: &str = "---\nname: release-notes\ndescription: Write release notes from merged PRs\nlicense: MIT\n---\n\n# Release notes\n\nCollect the merged pull requests and group them by area.\n";
+const SKILL_MD_V2: &str = "---\nname: release-notes\ndescription: Write release notes from merged PRs\nlicense: Apache-2.0\n---\n\n# Release notes\n\nCollect the merged pull requests and group them by team.\n";
+
+#[test]
+fn import_directory_export_and_diff() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let data = tmp.path().join("data");
+    let server = Server::start(&data);
+    let key = std::fs::read_to_string(data.join("admin.key")).expect("admin.key");
+    let client = Client {
+        url: server.url.clone(),
+        key: key.trim().to_string(),
+        cwd: tmp.path().to_path_buf(),
+    };
+
+    // A skill directory (with junk the server ignores anyway).
+    let dir = tmp.path().join("release-notes");
+    write(&dir.join("SKILL.md"), SKILL_MD_V1.as_bytes());
+    write(&dir.join("scripts/collect.py"), b"print('prs')\n");
+    write(&dir.join("references/style.md"), b"Use short sentences.\n");
+    write(&dir.join("assets/logo.bin"), &[0u8, 159, 146, 150, 1, 2]);
+    write(&dir.join(".git/HEAD"), b"ref: refs/heads/main\n");
+    write(&dir.join(".DS_Store"), b"\x00\x00\x00\x01Bud1");
+    let dir_arg = dir.display().to_string();
+
+    let first = client.json(&["import", &dir_arg]);
+    assert_eq!(first["kind"], "imported");
+    let d = &first["data"];
+    assert_eq!(d["slug"], "release-notes");
+    assert_eq!(d["created"], true);
+    assert_eq!(d["components"], 3);
+    assert_eq!(d["source"]["kind"], "upload");
+    assert_eq!(d["source"]["file_name"], "release-notes/");
+    let rev1 = d["revision_id"].as_str().unwrap().to_string();
+    let hash1 = d["canonical_hash"].as_str().unwrap().to_string();
+
+    // The same directory again: unchanged (text output).
+    let out = client.ok(&["import", &dir_arg]);
+    assert!(out.contains("unchanged: release-notes revision 1"), "{out}");
+
+    // Export: a file, whose capsule re-imports with the same hash elsewhere.
+    let capsule = tmp.path().join("out.zip");
+    let capsule_arg = capsule.display().to_string();
+    let out = client.ok(&[
+        "export",
+        "release-notes",
+        "--revision",
+        &rev1,
+        "-o",
+        &capsule_arg,
+    ]);
+    assert!(out.contains("wrote") && out.contains(&hash1), "{out}");
+    let bytes = std::fs::read(&capsule).unwrap();
+    assert!(bytes.starts_with(b"PK"));
+    let summary = client.json(&["export", "release-notes", "-o", &capsule_arg]);
+    assert_eq!(summary["revision_id"], rev1.as_str());
+    assert_eq!(summary["canonical_hash"], hash1.as_str());
+    assert_eq!(
+        std::fs::read(&capsule).unwrap(),
+        bytes,
+        "exports are deterministic"
+    );
+    // Default file name, in the working directory.
+    client.ok(&["export", "release-notes"]);
+    assert_eq!(
+        std::fs::read(tmp.path().join("release-notes-r1.zip")).unwrap(),
+        bytes
+    );
+    // To stdout.
+    let mut child = command(tmp.path())
+        .args(["export", "release-notes", "-o", "-"])
+        .env("XMEMO_URL", &client.url)
+        .env("XMEMO_KEY", &client.key)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut piped = Vec::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_end(&mut piped)
+        .unwrap();
+    assert!(child.wait().unwrap().success());
+    assert_eq!(piped, bytes);
+
+    let copy = client.json(&["import", &capsule_arg, "--slug", "release-notes-copy"]);
+    assert_eq!(copy["data"]["canonical_hash"], hash1.as_str());
+    assert_eq!(copy["data"]["from_capsule"], true);
+
+    // A lone SKILL.md file.
+    let md = tmp.path().join("SKILL.md");
+    write(&md, SKILL_MD_V2.as_bytes());
+    let lone = client.json(&["import", &md.display().to_string(), "--slug", "lone"]);
+    assert_eq!(lone["data"]["components"], 0);
+    assert_eq!(lone["data"]["source"]["format"], "skill_md");
+
+    // Edit and re-import: revision 2, published.
+    write(&dir.join("SKILL.md"), SKILL_MD_V2.as_bytes());
+    write(
+        &dir.join("references/style.md"),
+        b"Use short, active sentences.\n",
+    );
+    std::fs::remove_file(dir.join("scripts/collect.py")).unwrap();
+    write(&dir.join("templates/notes.md"), b"## {{version}}\n");
+    let out = client.ok(&["import", &dir_arg, "--publish"]);
+    assert!(
+        out.contains("imported release-notes revision 2 (published)"),
+        "{out}"
+    );
+
+    // Diff as JSON (by revision numbers) and as text without a terminal.
+    let diff = client.json(&["diff", "release-notes", "1", "2"]);
+    assert_eq!(diff["from"]["revision_id"], rev1.as_str());
+    assert_eq!(diff["diff"]["summary"]["components_added"], 1);
+    assert_eq!(diff["diff"]["summary"]["components_removed"], 1);
+    assert_eq!(diff["diff"]["summary"]["components_modified"], 1);
+    assert_eq!(diff["diff"]["metadata"][0]["key"], "/license");
+    let rev2 = diff["to"]["revision_id"].as_str().unwrap().to_string();
+
+    let text = client.ok(&["diff", "release-notes", &rev1, &rev2]);
+    assert!(text.contains("[-area.-]{+team.+}"), "{text}");
+    assert!(
+        text.contains("~ /license: [-\"MIT\"-] → {+\"Apache-2.0\"+}"),
+        "{text}"
+    );
+    assert!(text.contains("{++ templates/notes.md (template"), "{text}");
+    assert!(text.contains("[-- scripts/collect.py (script"), "{text}");
+    assert!(
+        text.contains("~ references/style.md (reference): +2 −1 words"),
+        "{text}"
+    );
+    assert!(
+        !text.contains('\x1b'),
+        "no colours without a terminal: {text}"
+    );
+    let coloured = client.ok(&["diff", "release-notes", "r1", "r2", "--color", "always"]);
+    assert!(coloured.contains("\x1b[32mteam.\x1b[0m"), "{coloured}");
+    assert!(coloured.contains("\x1b[31;9marea.\x1b[0m"), "{coloured}");
+
+    // Errors: a missing path, an unknown revision number, a hostile directory.
+    let run = client.run(&["import", "/nonexistent/skill"]);
+    assert_eq!(run.code, Some(1));
+    assert!(run.stderr.contains("cannot read"), "{run:#?}");
+    let run = client.run(&["diff", "release-notes", "1", "9"]);
+    assert_eq!(run.code, Some(1));
+    assert!(run.stderr.contains("no revision number 9"), "{run:#?}");
+    let bad = tmp.path().join("bad");
+    write(&bad.join("SKILL.md"), SKILL_MD_V1.as_bytes());
+    write(&bad.join(".env"), b"TOKEN=x\n");
+    let run = client.run(&["import", &bad.display().to_string(), "--json"]);
+    assert_eq!(run.code, Some(1), "{run:#?}");
+    let err: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(err["error"]["code"], "VALIDATION_ERROR");
+    assert_eq!(err["error"]["details"]["reason"], "sensitive_files");
+    assert!(run.stderr.contains(".env"), "{run:#?}");
+}

@@ -1,0 +1,399 @@
+//! MCP transport: streamable HTTP at `/mcp` and `/mcp/{profile}` with the official Rust SDK
+//! (rmcp), stateless so any node behind a load balancer can answer any request.
+//!
+//! A request crosses, in order: DNS-rebinding protection ([`auth::HostGuard`]), profile
+//! resolution (path, else the key's), authentication exactly as for REST, JSON-RPC framing
+//! checks ([`wire`]), then rmcp, which hands it to [`McpHandler`]. The handler only
+//! translates: tools go through the [`tools`] registry filtered by the caller's
+//! [`profiles::Profile`], skills through [`skills_ext`]; every rule lives in the service layer.
+
+pub mod auth;
+pub mod profiles;
+pub mod skills_ext;
+pub mod tools;
+mod wire;
+
+use crate::auth::Principal;
+use crate::error::ServiceError;
+use crate::rest::{self, AppState};
+use crate::service::Service;
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Path, Request, State};
+use axum::http::request::Parts;
+use axum::http::{Method, StatusCode};
+use axum::response::{IntoResponse, Json, Response};
+use axum::routing::{any, get};
+use profiles::{ContractError, Profile, Profiles};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, GetSkillRequestParams, GetSkillResult, Implementation,
+    ListResourcesResult, ListSkillsResult, ListToolsResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::json;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// MCP settings an operator controls (`xmemo serve` flags / env / `xmemo.toml`).
+#[derive(Debug, Clone, Default)]
+pub struct McpConfig {
+    /// Contract file to enforce instead of the embedded `config/mcp-documentation-contract.json`.
+    pub contract_path: Option<PathBuf>,
+    /// `Host` values accepted on `/mcp` (`host` or `host:port`); empty = loopback only; `*` =
+    /// any (turns DNS-rebinding protection off). The public URL's host is always accepted.
+    pub allowed_hosts: Vec<String>,
+    /// Browser origins accepted besides those whose host is an allowed host
+    /// (`https://app.example.com`).
+    pub allowed_origins: Vec<String>,
+    /// Profiles in which `execute_cloud_skill` is exposed (none by default).
+    pub execute_profiles: Vec<String>,
+}
+
+impl McpConfig {
+    /// The enforced profiles: use at startup to refuse a bad contract before serving.
+    pub fn profiles(&self) -> Result<Profiles, ContractError> {
+        Profiles::load(self.contract_path.as_deref(), &self.execute_profiles)
+    }
+}
+
+/// Who is calling and which profile they are served: put in the request's extensions by the
+/// HTTP layer, read by the handler.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    pub principal: Principal,
+    pub profile: Profile,
+}
+
+const INSTRUCTIONS: &str = "xmemo holds the user's Cloud Skills: saved procedures (SOPs, \
+runbooks, checklists, reusable prompts) shared by every agent the user connects. When the \
+recall_cloud_skill tool is available, call it with a `query` (Level 0) before starting a task \
+that may already have a saved procedure, load the best match by `slug` (Level 1) and follow its \
+instructions; read its resource files only when needed, pinned to the revision_id Level 1 \
+returned (Level 2). When the user asks you to remember how to do something, save it with \
+save_cloud_skill. Published skills are also served as skill:// resources through the MCP Skills \
+extension (skills/list, skills/get).";
+
+/// The rmcp handler: one per request (stateless), cheap to build.
+#[derive(Clone)]
+pub struct McpHandler {
+    service: Service,
+    version: &'static str,
+}
+
+impl McpHandler {
+    pub fn new(service: Service, version: &'static str) -> Self {
+        Self { service, version }
+    }
+}
+
+fn caller(ctx: &RequestContext<RoleServer>) -> Result<Caller, ErrorData> {
+    ctx.extensions
+        .get::<Parts>()
+        .and_then(|p| p.extensions.get::<Caller>())
+        .cloned()
+        .ok_or_else(|| ErrorData::internal_error("request reached MCP without a caller", None))
+}
+
+impl ServerHandler for McpHandler {
+    fn get_info(&self) -> ServerConfig {
+        let version = if self.version.is_empty() {
+            env!("CARGO_PKG_VERSION")
+        } else {
+            self.version
+        };
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .enable_skills()
+                .build(),
+        )
+        .with_server_info(
+            Implementation::new("xmemo", version)
+                .with_title("xmemo")
+                .with_description("Self-hostable memory server for AI agents (Cloud Skills)"),
+        )
+        .with_instructions(INSTRUCTIONS)
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        tools::find(name).map(tools::ToolDef::tool)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let caller = caller(&ctx)?;
+        Ok(ListToolsResult::with_all_items(
+            caller.profile.tools.iter().map(|t| t.tool()).collect(),
+        ))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let caller = caller(&ctx)?;
+        let name = request.name.as_ref();
+        let Some(tool) = caller.profile.tool(name) else {
+            return Err(refused_tool(name, &caller.profile));
+        };
+        let args = request.arguments.unwrap_or_default();
+        let result = (tool.run)(&self.service, &caller.principal, args).await;
+        Ok(tools::to_call_result(result).into())
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let caller = caller(&ctx)?;
+        let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
+        skills_ext::list_resources(&self.service, &caller.principal, cursor).await
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let caller = caller(&ctx)?;
+        skills_ext::read(&self.service, &caller.principal, &request.uri)
+            .await
+            .map(Into::into)
+    }
+
+    async fn list_skills(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ListSkillsResult, ErrorData> {
+        let caller = caller(&ctx)?;
+        let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
+        skills_ext::list_skills(&self.service, &caller.principal, cursor).await
+    }
+
+    async fn get_skill(
+        &self,
+        request: GetSkillRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<GetSkillResult, ErrorData> {
+        let caller = caller(&ctx)?;
+        skills_ext::get_skill(&self.service, &caller.principal, &request.uri)
+            .await
+            .map(GetSkillResult::new)
+    }
+}
+
+/// A tool outside the caller's profile (or not implemented at all): JSON-RPC invalid params,
+/// as MCP prescribes for unknown tools, with the SPEC error object in `data`.
+fn refused_tool(name: &str, profile: &Profile) -> ErrorData {
+    let message = if tools::find(name).is_some() {
+        format!(
+            "tool `{name}` is not available in client profile `{}`",
+            profile.name
+        )
+    } else {
+        format!("unknown tool `{name}`")
+    };
+    let mut body = ServiceError::NotFound(message.clone()).to_body();
+    if let Some(error) = body.get_mut("error").and_then(|e| e.as_object_mut()) {
+        error.insert(
+            "details".into(),
+            json!({ "tool": name, "profile": profile.name, "available": profile.tool_names() }),
+        );
+    }
+    ErrorData::invalid_params(message, Some(body))
+}
+
+/// Everything `/mcp` needs, built once per application.
+struct McpRuntime {
+    http: Result<StreamableHttpService<McpHandler, NeverSessionManager>, String>,
+    profiles: Arc<Profiles>,
+    guard: auth::HostGuard,
+}
+
+impl McpRuntime {
+    fn new(state: &AppState) -> Self {
+        let config = &state.info.mcp;
+        let guard = auth::HostGuard::new(
+            &config.allowed_hosts,
+            &config.allowed_origins,
+            &state.info.public_url,
+        );
+        let (http, profiles) = match config.profiles() {
+            Ok(profiles) => {
+                let service = state.service.clone();
+                let version = state.info.version;
+                let mut http_config = StreamableHttpServerConfig::default()
+                    .with_legacy_session_mode(false)
+                    .with_json_response(true)
+                    .with_max_request_body_bytes(rest::BODY_LIMIT_BYTES)
+                    .with_allowed_hosts(guard.rmcp_allowed_hosts());
+                if !config.allowed_origins.is_empty() {
+                    http_config = http_config.with_allowed_origins(config.allowed_origins.clone());
+                }
+                let http = StreamableHttpService::new(
+                    move || Ok(McpHandler::new(service.clone(), version)),
+                    Arc::new(NeverSessionManager::default()),
+                    http_config,
+                );
+                (Ok(http), profiles)
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "MCP disabled: the client-profile contract is invalid");
+                (
+                    Err(e.to_string()),
+                    Profiles::from_contract(profiles::DEFAULT_CONTRACT, &[])
+                        .unwrap_or_else(|_| empty_profiles()),
+                )
+            }
+        };
+        Self {
+            http,
+            profiles: Arc::new(profiles),
+            guard,
+        }
+    }
+
+    async fn handle(
+        &self,
+        state: AppState,
+        path_profile: Option<String>,
+        req: Request,
+    ) -> Response {
+        let (mut parts, body) = req.into_parts();
+        if let Err(denied) = self.guard.check(&parts) {
+            return denied;
+        }
+        let http = match &self.http {
+            Ok(h) => h,
+            Err(reason) => {
+                return rest::ApiError(ServiceError::Unavailable(format!(
+                    "MCP is disabled on this server: {reason}"
+                )))
+                .into_response();
+            }
+        };
+        let path_profile = match path_profile {
+            None => None,
+            Some(name) => match self.profiles.get(&name) {
+                Some(p) => Some(p.clone()),
+                None => {
+                    return rest::ApiError(ServiceError::NotFound(format!(
+                        "no MCP client profile `{name}` (known: {})",
+                        self.profiles.names().collect::<Vec<_>>().join(", ")
+                    )))
+                    .into_response();
+                }
+            },
+        };
+        let mut principal = match auth::authenticate(&mut parts, &state).await {
+            Ok(p) => p,
+            Err(response) => return response,
+        };
+        let profile = match path_profile {
+            Some(p) => p,
+            None => {
+                let name = principal
+                    .client_profile
+                    .clone()
+                    .unwrap_or_else(|| self.profiles.default_profile().to_string());
+                match self.profiles.get(&name) {
+                    Some(p) => p.clone(),
+                    None => {
+                        return rest::ApiError(ServiceError::PermissionDenied(format!(
+                            "this key's client profile `{name}` is not an MCP profile of this server; connect to /mcp/{{profile}} with one of: {}",
+                            self.profiles.names().collect::<Vec<_>>().join(", ")
+                        )))
+                        .into_response();
+                    }
+                }
+            }
+        };
+        // Saves made over MCP are attributed to the profile actually served.
+        principal.client_profile = Some(profile.name.clone());
+        parts.extensions.insert(Caller { principal, profile });
+        let body = if parts.method == Method::POST {
+            let bytes = match axum::body::to_bytes(body, rest::BODY_LIMIT_BYTES).await {
+                Ok(b) => b,
+                Err(_) => {
+                    let err = ServiceError::TooLarge(
+                        format!("request body exceeds {} bytes", rest::BODY_LIMIT_BYTES),
+                        None,
+                    );
+                    return wire::error_response(
+                        StatusCode::PAYLOAD_TOO_LARGE,
+                        serde_json::Value::Null,
+                        wire::INVALID_REQUEST,
+                        &err.public_message(),
+                        Some(err.to_body()),
+                    );
+                }
+            };
+            if let Err(response) = wire::precheck(&bytes) {
+                return response;
+            }
+            Body::from(bytes)
+        } else {
+            body
+        };
+        http.handle(Request::from_parts(parts, body))
+            .await
+            .map(Body::new)
+    }
+}
+
+fn empty_profiles() -> Profiles {
+    // Only reached if the embedded contract itself were broken (a unit test guards it).
+    Profiles::from_contract(
+        r#"{"version":1,"description":"","default_profile":"none","profiles":[{"name":"none","description":"","tools":[]}]}"#,
+        &[],
+    )
+    .unwrap_or_else(|e| unreachable!("static contract: {e}"))
+}
+
+/// `/mcp`, `/mcp/{profile}` and the protected-resource metadata documents.
+pub fn routes(state: &AppState) -> Router<AppState> {
+    let runtime = Arc::new(McpRuntime::new(state));
+    let plain = runtime.clone();
+    let by_profile = runtime;
+    Router::new()
+        .route(
+            "/mcp",
+            any(move |State(s): State<AppState>, req: Request| {
+                let rt = plain.clone();
+                async move { rt.handle(s, None, req).await }
+            }),
+        )
+        .route(
+            "/mcp/{profile}",
+            any(
+                move |State(s): State<AppState>, Path(profile): Path<String>, req: Request| {
+                    let rt = by_profile.clone();
+                    async move { rt.handle(s, Some(profile), req).await }
+                },
+            ),
+        )
+        .route(auth::PROTECTED_RESOURCE_PATH, get(protected_resource))
+        .route(
+            "/.well-known/oauth-protected-resource/mcp",
+            get(protected_resource),
+        )
+        .route(
+            "/.well-known/oauth-protected-resource/mcp/{profile}",
+            get(protected_resource),
+        )
+}
+
+async fn protected_resource(State(state): State<AppState>) -> Json<serde_json::Value> {
+    Json(auth::protected_resource_document(&state.info))
+}

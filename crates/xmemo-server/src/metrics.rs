@@ -1,0 +1,244 @@
+//! Process-local counters rendered in the Prometheus text format (`/metrics`).
+//!
+//! Plain atomics: no registry, no labels beyond the fixed ones below. Each server node counts
+//! its own executions; a Prometheus server scraping several nodes sums them.
+
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The execution statuses of SPEC §5, in the order they are rendered.
+pub const EXECUTION_STATUSES: [&str; 5] =
+    ["success", "runtime_error", "timeout", "oom", "system_error"];
+
+/// Why an execution was refused after its access checks passed (nothing ran).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// No sandbox configured, or bubblewrap failed its probe and the fallback is off.
+    SandboxUnavailable,
+    /// Every sandbox uid slot was taken.
+    Busy,
+    /// The engine refused the request (limits, paths).
+    InvalidRequest,
+    /// Preparing the run failed on the host.
+    HostError,
+}
+
+impl Refusal {
+    pub const ALL: [Refusal; 4] = [
+        Refusal::SandboxUnavailable,
+        Refusal::Busy,
+        Refusal::InvalidRequest,
+        Refusal::HostError,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Refusal::SandboxUnavailable => "sandbox_unavailable",
+            Refusal::Busy => "busy",
+            Refusal::InvalidRequest => "invalid_request",
+            Refusal::HostError => "host_error",
+        }
+    }
+}
+
+/// Counters held by the [`crate::Service`] (shared by its clones).
+#[derive(Debug, Default)]
+pub struct Metrics {
+    executions_by_status: [AtomicU64; 5],
+    executions_unsafe_local: AtomicU64,
+    executions_unavailable: AtomicU64,
+    refusals: [AtomicU64; 4],
+    execution_duration_ms_sum: AtomicU64,
+    stdout_truncated: AtomicU64,
+    stderr_truncated: AtomicU64,
+    audit_failures: AtomicU64,
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// One finished execution (`status` is one of [`EXECUTION_STATUSES`]).
+    pub fn record_execution(
+        &self,
+        status: &str,
+        unsafe_local: bool,
+        duration_ms: u64,
+        stdout_truncated: bool,
+        stderr_truncated: bool,
+    ) {
+        if let Some(i) = EXECUTION_STATUSES.iter().position(|s| *s == status) {
+            self.executions_by_status[i].fetch_add(1, Ordering::Relaxed);
+        }
+        if unsafe_local {
+            self.executions_unsafe_local.fetch_add(1, Ordering::Relaxed);
+        }
+        self.execution_duration_ms_sum
+            .fetch_add(duration_ms, Ordering::Relaxed);
+        if stdout_truncated {
+            self.stdout_truncated.fetch_add(1, Ordering::Relaxed);
+        }
+        if stderr_truncated {
+            self.stderr_truncated.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// An execution refused before anything ran.
+    pub fn record_refusal(&self, refusal: Refusal) {
+        if refusal == Refusal::SandboxUnavailable {
+            self.executions_unavailable.fetch_add(1, Ordering::Relaxed);
+        }
+        if let Some(i) = Refusal::ALL.iter().position(|r| *r == refusal) {
+            self.refusals[i].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// An audit entry could not be written (the execution's result was withheld).
+    pub fn record_audit_failure(&self) {
+        self.audit_failures.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Finished executions with this status.
+    pub fn executions(&self, status: &str) -> u64 {
+        EXECUTION_STATUSES
+            .iter()
+            .position(|s| *s == status)
+            .map_or(0, |i| self.executions_by_status[i].load(Ordering::Relaxed))
+    }
+
+    /// Executions refused because the sandbox is unavailable.
+    pub fn executions_unavailable(&self) -> u64 {
+        self.executions_unavailable.load(Ordering::Relaxed)
+    }
+
+    /// Executions that ran as plain local processes.
+    pub fn executions_unsafe_local(&self) -> u64 {
+        self.executions_unsafe_local.load(Ordering::Relaxed)
+    }
+
+    /// The counters in the Prometheus text exposition format (version 0.0.4).
+    pub fn render_prometheus(&self) -> String {
+        let mut out = String::new();
+        let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        header(
+            &mut out,
+            "xmemo_executions_total",
+            "counter",
+            "Script executions that ran, by final status.",
+        );
+        for (i, status) in EXECUTION_STATUSES.iter().enumerate() {
+            let _ = writeln!(
+                out,
+                "xmemo_executions_total{{status=\"{status}\"}} {}",
+                load(&self.executions_by_status[i])
+            );
+        }
+        single(
+            &mut out,
+            "xmemo_executions_unavailable_total",
+            "counter",
+            "Executions refused with SANDBOX_UNAVAILABLE (nothing ran).",
+            load(&self.executions_unavailable),
+        );
+        header(
+            &mut out,
+            "xmemo_executions_refused_total",
+            "counter",
+            "Executions refused after their access checks, by reason (nothing ran).",
+        );
+        for (i, refusal) in Refusal::ALL.iter().enumerate() {
+            let _ = writeln!(
+                out,
+                "xmemo_executions_refused_total{{reason=\"{}\"}} {}",
+                refusal.as_str(),
+                load(&self.refusals[i])
+            );
+        }
+        single(
+            &mut out,
+            "xmemo_executions_unsafe_local_total",
+            "counter",
+            "Executions that ran as plain local processes (unsafe fallback).",
+            load(&self.executions_unsafe_local),
+        );
+        single(
+            &mut out,
+            "xmemo_execution_duration_milliseconds_sum",
+            "counter",
+            "Total wall-clock time of finished executions, milliseconds.",
+            load(&self.execution_duration_ms_sum),
+        );
+        header(
+            &mut out,
+            "xmemo_execution_output_truncated_total",
+            "counter",
+            "Executions whose output stream exceeded its cap.",
+        );
+        let _ = writeln!(
+            out,
+            "xmemo_execution_output_truncated_total{{stream=\"stdout\"}} {}",
+            load(&self.stdout_truncated)
+        );
+        let _ = writeln!(
+            out,
+            "xmemo_execution_output_truncated_total{{stream=\"stderr\"}} {}",
+            load(&self.stderr_truncated)
+        );
+        single(
+            &mut out,
+            "xmemo_execution_audit_failures_total",
+            "counter",
+            "Executions whose audit entry could not be written (result withheld).",
+            load(&self.audit_failures),
+        );
+        out
+    }
+}
+
+/// A gauge line block, for facts the metrics do not own (e.g. the sandbox state).
+pub fn render_gauge(out: &mut String, name: &str, help: &str, value: u64) {
+    single(out, name, "gauge", help, value);
+}
+
+fn header(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} {kind}");
+}
+
+fn single(out: &mut String, name: &str, kind: &str, help: &str, value: u64) {
+    header(out, name, kind, help);
+    let _ = writeln!(out, "{name} {value}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_and_renders() {
+        let m = Metrics::new();
+        m.record_execution("success", false, 12, false, false);
+        m.record_execution("timeout", true, 1000, true, false);
+        m.record_execution("bogus", false, 1, false, true);
+        m.record_refusal(Refusal::SandboxUnavailable);
+        m.record_refusal(Refusal::Busy);
+        assert_eq!(m.executions("success"), 1);
+        assert_eq!(m.executions("timeout"), 1);
+        assert_eq!(m.executions_unavailable(), 1);
+        assert_eq!(m.executions_unsafe_local(), 1);
+        let text = m.render_prometheus();
+        assert!(text.contains("xmemo_executions_total{status=\"success\"} 1\n"));
+        assert!(text.contains("xmemo_executions_total{status=\"oom\"} 0\n"));
+        assert!(text.contains("xmemo_executions_unavailable_total 1\n"));
+        assert!(text.contains("xmemo_executions_refused_total{reason=\"busy\"} 1\n"));
+        assert!(text.contains("xmemo_execution_duration_milliseconds_sum 1013\n"));
+        assert!(text.contains("xmemo_execution_output_truncated_total{stream=\"stdout\"} 1\n"));
+        assert!(text.contains("xmemo_execution_output_truncated_total{stream=\"stderr\"} 1\n"));
+        // Every sample line belongs to a declared metric.
+        for line in text.lines().filter(|l| !l.starts_with('#')) {
+            let name = line.split(['{', ' ']).next().unwrap_or_default();
+            assert!(text.contains(&format!("# TYPE {name} ")), "{line}");
+        }
+    }
+}

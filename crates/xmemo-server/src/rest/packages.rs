@@ -1,0 +1,284 @@
+//! Skill packages over REST: import (ZIP / SKILL.md body, or a repository URL), Source
+//! Capsule export, revision diff. Translation only; the rules are in `service/packages.rs`.
+
+use super::extract::{ApiJson, ApiPath, ApiQuery, Authed};
+use super::{ApiResult, AppState, BODY_LIMIT_BYTES};
+use crate::error::ServiceError;
+use crate::service::ImportOptions;
+use crate::service::types::ToolResult;
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Json, Response};
+use axum::routing::{get, post};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use xmemo_core::SaveIntent;
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        // `GET` keeps Level 1 of skills whose slug is `import` / `import-url` reachable: the
+        // static paths would otherwise shadow `/skills/{slug}` for them.
+        .route("/skills/import", post(import).get(root_of_import))
+        .route(
+            "/skills/import-url",
+            post(import_url).get(root_of_import_url),
+        )
+        .route("/skills/{slug}/export", get(export))
+        .route("/skills/{slug}/diff", get(diff))
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct ImportQuery {
+    workspace: Option<String>,
+    slug: Option<String>,
+    intent: Option<SaveIntent>,
+    expected_revision_id: Option<String>,
+    /// The uploaded file's name, recorded in the revision's source.
+    filename: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ImportUrlRequest {
+    url: String,
+    workspace: Option<String>,
+    slug: Option<String>,
+    intent: Option<SaveIntent>,
+    expected_revision_id: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct ExportQuery {
+    workspace: Option<String>,
+    revision_id: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct DiffQuery {
+    from: Option<String>,
+    to: Option<String>,
+    workspace: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RootQuery {
+    workspace: Option<String>,
+    revision_id: Option<String>,
+}
+
+/// What an import body is.
+enum Format {
+    Zip,
+    SkillMd,
+}
+
+/// `application/zip` (or `application/x-zip-compressed`) → ZIP; `text/markdown` (or
+/// `text/x-markdown`, `text/plain`) → SKILL.md; `application/octet-stream` or no type →
+/// by the first bytes (`PK` signature → ZIP).
+fn format_of(headers: &HeaderMap, body: &[u8]) -> Result<Format, ServiceError> {
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| {
+            v.split(';')
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .to_ascii_lowercase()
+        });
+    let sniff = || {
+        if body.starts_with(b"PK\x03\x04") || body.starts_with(b"PK\x05\x06") {
+            Format::Zip
+        } else {
+            Format::SkillMd
+        }
+    };
+    match content_type.as_deref() {
+        Some("application/zip" | "application/x-zip-compressed" | "application/x-zip") => {
+            Ok(Format::Zip)
+        }
+        Some("text/markdown" | "text/x-markdown" | "text/plain") => Ok(Format::SkillMd),
+        Some("application/octet-stream") | None => Ok(sniff()),
+        Some(other) => Err(ServiceError::validation(
+            format!(
+                "cannot import a `{other}` body: send a ZIP as `Content-Type: application/zip` or \
+                 a SKILL.md as `Content-Type: text/markdown` (repository URLs go to \
+                 POST /skills/import-url)"
+            ),
+            "Content-Type",
+        )),
+    }
+}
+
+fn imported_response(imported: crate::service::Imported) -> Response {
+    let status = if imported.saved.created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    (
+        status,
+        Json(json!({ "kind": "imported", "data": imported })),
+    )
+        .into_response()
+}
+
+async fn import(
+    State(state): State<AppState>,
+    Authed(p): Authed,
+    ApiQuery(q): ApiQuery<ImportQuery>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult<Response> {
+    let body = body.map_err(|e| {
+        if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ServiceError::TooLarge(
+                format!("the package exceeds the request size limit of {BODY_LIMIT_BYTES} bytes"),
+                Some(json!({ "field": "body", "limit": BODY_LIMIT_BYTES })),
+            )
+        } else {
+            ServiceError::Validation(format!("could not read the body: {}", e.body_text()), None)
+        }
+    })?;
+    if body.is_empty() {
+        return Err(ServiceError::validation(
+            "the body is empty: send a ZIP (application/zip) or a SKILL.md (text/markdown)",
+            "body",
+        )
+        .into());
+    }
+    let format = format_of(&headers, &body)?;
+    let options = ImportOptions {
+        workspace: q.workspace,
+        slug: q.slug,
+        intent: q.intent,
+        expected_revision_id: q.expected_revision_id,
+        file_name: q.filename,
+    };
+    let imported = match format {
+        Format::Zip => {
+            state
+                .service
+                .import_archive(&p, body.to_vec(), options)
+                .await?
+        }
+        Format::SkillMd => {
+            state
+                .service
+                .import_skill_md(&p, body.to_vec(), options)
+                .await?
+        }
+    };
+    Ok(imported_response(imported))
+}
+
+async fn import_url(
+    State(state): State<AppState>,
+    Authed(p): Authed,
+    ApiJson(req): ApiJson<ImportUrlRequest>,
+) -> ApiResult<Response> {
+    let options = ImportOptions {
+        workspace: req.workspace,
+        slug: req.slug,
+        intent: req.intent,
+        expected_revision_id: req.expected_revision_id,
+        file_name: None,
+    };
+    let imported = state.service.import_url(&p, &req.url, options).await?;
+    Ok(imported_response(imported))
+}
+
+async fn export(
+    State(state): State<AppState>,
+    Authed(p): Authed,
+    ApiPath(slug): ApiPath<String>,
+    ApiQuery(q): ApiQuery<ExportQuery>,
+) -> ApiResult<Response> {
+    let capsule = state
+        .service
+        .export(&p, &slug, q.workspace.as_deref(), q.revision_id.as_deref())
+        .await?;
+    let header_value = |text: &str| {
+        HeaderValue::from_str(text).map_err(|_| ServiceError::Internal("bad header".into()))
+    };
+    let mut response = Bytes::from(capsule.bytes).into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/zip"),
+    );
+    // file_name is `<slug>-r<n>.zip`: slug characters only, safe to quote.
+    headers.insert(
+        header::CONTENT_DISPOSITION,
+        header_value(&format!("attachment; filename=\"{}\"", capsule.file_name))?,
+    );
+    headers.insert(
+        "x-canonical-hash",
+        header_value(&capsule.manifest.canonical_hash)?,
+    );
+    headers.insert(
+        "x-revision-id",
+        header_value(&capsule.manifest.revision.revision_id)?,
+    );
+    Ok(response)
+}
+
+async fn diff(
+    State(state): State<AppState>,
+    Authed(p): Authed,
+    ApiPath(slug): ApiPath<String>,
+    ApiQuery(q): ApiQuery<DiffQuery>,
+) -> ApiResult<Json<Value>> {
+    let (Some(from), Some(to)) = (q.from, q.to) else {
+        return Err(ServiceError::validation(
+            "give the two revisions to compare: ?from=REVISION_ID&to=REVISION_ID",
+            "from",
+        )
+        .into());
+    };
+    let diff = state
+        .service
+        .diff(&p, &slug, q.workspace.as_deref(), &from, &to)
+        .await?;
+    Ok(Json(
+        serde_json::to_value(diff).unwrap_or_else(|_| json!({})),
+    ))
+}
+
+async fn root_named(
+    state: AppState,
+    p: crate::auth::Principal,
+    slug: &str,
+    q: RootQuery,
+) -> ApiResult<Json<Value>> {
+    let root = state
+        .service
+        .root(&p, slug, q.workspace.as_deref(), q.revision_id.as_deref())
+        .await?;
+    Ok(Json(
+        serde_json::to_value(ToolResult::Root(Box::new(root))).unwrap_or_else(|_| json!({})),
+    ))
+}
+
+async fn root_of_import(
+    State(state): State<AppState>,
+    Authed(p): Authed,
+    ApiQuery(q): ApiQuery<RootQuery>,
+) -> ApiResult<Json<Value>> {
+    root_named(state, p, "import", q).await
+}
+
+async fn root_of_import_url(
+    State(state): State<AppState>,
+    Authed(p): Authed,
+    ApiQuery(q): ApiQuery<RootQuery>,
+) -> ApiResult<Json<Value>> {
+    root_named(state, p, "import-url", q).await
+}

