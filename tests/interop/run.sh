@@ -33,6 +33,8 @@ SCENARIOS=(
   dns-rebinding-protection
   server-sse-multiple-streams
   server-sse-polling
+  prompts-list
+  logging-set-level
 )
 
 log() { printf 'interop: %s\n' "$*" >&2; }

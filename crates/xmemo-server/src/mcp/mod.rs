@@ -9,6 +9,7 @@
 
 pub mod auth;
 pub mod profiles;
+mod prompts;
 pub mod skills_ext;
 pub mod tools;
 mod wire;
@@ -99,6 +100,8 @@ fn caller(ctx: &RequestContext<RoleServer>) -> Result<Caller, ErrorData> {
 }
 
 impl ServerHandler for McpHandler {
+    // enable_logging: deprecated by SEP-2577, kept for clients on earlier protocol versions.
+    #[allow(deprecated)]
     fn get_info(&self) -> ServerConfig {
         let version = if self.version.is_empty() {
             env!("CARGO_PKG_VERSION")
@@ -109,6 +112,8 @@ impl ServerHandler for McpHandler {
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_resources()
+                .enable_prompts()
+                .enable_logging()
                 .enable_skills()
                 .build(),
         )
@@ -169,6 +174,37 @@ impl ServerHandler for McpHandler {
         skills_ext::read(&self.service, &caller.principal, &request.uri)
             .await
             .map(Into::into)
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListPromptsResult, ErrorData> {
+        let caller = caller(&ctx)?;
+        prompts::list(&self.service, &caller.principal).await
+    }
+
+    async fn get_prompt(
+        &self,
+        request: rmcp::model::GetPromptRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetPromptResponse, ErrorData> {
+        let caller = caller(&ctx)?;
+        prompts::get(&self.service, &caller.principal, &request.name)
+            .await
+            .map(Into::into)
+    }
+
+    /// xmemo sends no log notifications; the level is accepted so clients that set it work.
+    /// Logging is deprecated by SEP-2577, but clients on earlier protocol versions send it.
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        _request: rmcp::model::SetLevelRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        caller(&ctx).map(|_| ())
     }
 
     async fn list_skills(
