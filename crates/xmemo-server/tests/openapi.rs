@@ -292,13 +292,25 @@ fn operations_are_consistent() {
             }
         }
 
-        // Request bodies mirror `deny_unknown_fields`.
+        // JSON request bodies mirror `deny_unknown_fields`; raw ones (a ZIP, a SKILL.md) are
+        // typed strings.
         if let Some(body) = o.op.get("requestBody") {
-            let schema = resolve(&doc, &body["content"]["application/json"]["schema"]);
-            assert_eq!(
-                schema["additionalProperties"], false,
-                "{here}: request body schema must refuse unknown fields"
+            let content = body["content"].as_object().expect("requestBody content");
+            assert!(
+                !content.is_empty(),
+                "{here}: request body without a media type"
             );
+            for (media_type, media) in content {
+                let schema = resolve(&doc, &media["schema"]);
+                if media_type == "application/json" {
+                    assert_eq!(
+                        schema["additionalProperties"], false,
+                        "{here}: request body schema must refuse unknown fields"
+                    );
+                } else {
+                    assert_eq!(schema["type"], "string", "{here}: raw {media_type} body");
+                }
+            }
             assert!(responses.contains_key("413"), "{here}: no 413 response");
         }
 

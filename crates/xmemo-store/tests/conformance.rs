@@ -18,9 +18,9 @@ use std::sync::Arc;
 use std::time::Duration;
 use xmemo_core::{AssetStatus, ComponentType, RevisionStatus, Role, WorkspaceKind};
 use xmemo_store::postgres::{PgPoolSettings, PostgresStore};
-use xmemo_testkit::{PgDropGuard, postgres_admin, postgres_fresh_database};
 use xmemo_store::sqlite::SqliteStore;
 use xmemo_store::*;
+use xmemo_testkit::{PgDropGuard, postgres_admin, postgres_fresh_database};
 
 type DynStore = Arc<dyn Store>;
 

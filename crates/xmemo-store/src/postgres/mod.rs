@@ -1355,7 +1355,12 @@ impl Store for PostgresStore {
             .fetch_one(&mut *tx)
             .await?;
         crate::snapshot::ensure_empty(accounts as u64)?;
-        crate::insert_snapshot!(&mut tx, snapshot, crate::snapshot::numbered_placeholders, refresh_search_row);
+        crate::insert_snapshot!(
+            &mut tx,
+            snapshot,
+            crate::snapshot::numbered_placeholders,
+            refresh_search_row
+        );
         tx.commit().await?;
         Ok(())
     }
