@@ -32,7 +32,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             "XMEMO_SANDBOX_ALLOW_UNSAFE_LOCAL_FALLBACK=1: scripts run WITHOUT isolation; never use this for multi-tenant production"
         );
     }
-    let service = Service::new(store).with_sandbox(sandbox);
+    let service = Service::new(store)
+        .with_sandbox(sandbox)
+        .with_fetch_config(settings.fetch.clone());
     if let Some(path) = bootstrap_admin(&service, &settings.data_dir)
         .await
         .map_err(|e| anyhow::anyhow!("first-start bootstrap failed: {e}"))?

@@ -70,6 +70,8 @@ struct FileSettings {
     allowed_origins: Option<Vec<String>>,
     execute_profiles: Option<Vec<String>>,
     mcp_contract: Option<PathBuf>,
+    /// Outbound fetch rules for URL imports (`[fetch]` table; see docs/packages.md).
+    fetch: Option<xmemo_server::service::fetch::FetchConfig>,
 }
 
 /// Settings after every source is applied.
@@ -80,6 +82,7 @@ pub struct Settings {
     pub database_url: Option<String>,
     pub public_url: Option<String>,
     pub mcp: xmemo_server::mcp::McpConfig,
+    pub fetch: xmemo_server::service::fetch::FetchConfig,
 }
 
 fn env(name: &str) -> Option<String> {
@@ -109,6 +112,10 @@ pub fn resolve(args: &ServeArgs) -> anyhow::Result<Settings> {
     let file = load_file(args.db.config.as_deref())?;
     let db = resolve_db(&args.db, &file);
     let mcp = resolve_mcp(&args.mcp, &file);
+    let fetch = file.fetch.clone().unwrap_or_default();
+    fetch
+        .validate()
+        .map_err(|e| anyhow::anyhow!("invalid [fetch] settings: {e}"))?;
     Ok(Settings {
         listen: args
             .listen
@@ -120,6 +127,7 @@ pub fn resolve(args: &ServeArgs) -> anyhow::Result<Settings> {
         database_url: db.1,
         public_url: args.public_url.clone().or(file.public_url),
         mcp,
+        fetch,
     })
 }
 

@@ -1624,6 +1624,20 @@ async fn github_and_clawhub_urls_import_end_to_end() {
     import_url(&s, &key, json!({"url": url, "extra": 1}))
         .await
         .expect_error(422, "VALIDATION_ERROR");
+    // …and so is a role that may not write there.
+    let viewer = s.account("viewer", &["memory:read", "memory:write"]).await;
+    let r = s
+        .call(
+            Method::PUT,
+            "/api/v1/workspaces/platform/members/viewer",
+            &key,
+            Some(json!({"role": "viewer"})),
+        )
+        .await;
+    assert!(r.status.is_success(), "{}", r.body);
+    import_url(&s, &viewer, json!({"url": url, "workspace": "platform"}))
+        .await
+        .expect_error(403, "PERMISSION_DENIED");
     assert_eq!(imitation.hits.load(Ordering::SeqCst), hits);
 }
 

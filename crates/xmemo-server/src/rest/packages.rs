@@ -166,13 +166,13 @@ async fn import(
         Format::Zip => {
             state
                 .service
-                .import_archive(&p, body.to_vec(), options)
+                .import_archive(&p, Vec::from(body), options)
                 .await?
         }
         Format::SkillMd => {
             state
                 .service
-                .import_skill_md(&p, body.to_vec(), options)
+                .import_skill_md(&p, Vec::from(body), options)
                 .await?
         }
     };

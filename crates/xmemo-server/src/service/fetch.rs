@@ -1107,6 +1107,25 @@ mod tests {
     }
 
     #[test]
+    fn config_from_a_file() {
+        let c: FetchConfig = serde_json::from_str(
+            r#"{"allow_http": true, "allow_private_cidrs": ["10.1.0.0/16"], "timeout_seconds": 5}"#,
+        )
+        .unwrap();
+        assert!(c.allow_http);
+        assert_eq!(c.timeout, Duration::from_secs(5));
+        assert_eq!(c.max_redirects, 3);
+        assert_eq!(c.github_api_base, "https://api.github.com");
+        assert!(c.validate().is_ok());
+        assert!(serde_json::from_str::<FetchConfig>(r#"{"timeout": 5}"#).is_err());
+        let bad = FetchConfig {
+            clawhub_base: "ftp://x".into(),
+            ..FetchConfig::default()
+        };
+        assert!(bad.validate().is_err());
+    }
+
+    #[test]
     fn commits_from_archives() {
         assert_eq!(
             archive_commit(b"not a zip", Some("o-r-abc1234")).as_deref(),

@@ -134,10 +134,9 @@ impl Service {
     ) -> ServiceResult<Imported> {
         principal.require(Scope::Write)?;
         let remote = fetch::parse_skill_url(url)?;
-        if let Some(selector) = options.workspace.as_deref() {
-            // A workspace the caller cannot use is refused without a download.
-            self.access(principal).await?.resolve(selector)?;
-        }
+        // A workspace or role that could not take the save is refused without a download.
+        let access = self.access(principal).await?;
+        super::skills::save_target(&access, options.workspace.as_deref(), options.intent)?;
         let config = self.fetch_config();
         let download = remote.download_url(&config)?;
         let fetched = fetch::fetch(&config, download).await?;
@@ -152,8 +151,8 @@ impl Service {
         let remote_for_read = remote.clone();
         let bytes = fetched.bytes;
         let (package, extra) = blocking(move || read_remote(&remote_for_read, &bytes)).await??;
-        if let (Some(obj), Some(extra)) = (source.as_object_mut(), extra.as_object()) {
-            obj.extend(extra.clone());
+        if let (Some(obj), Value::Object(extra)) = (source.as_object_mut(), extra) {
+            obj.extend(extra);
         }
         add_capsule_origin(&mut source, &package);
         let folder_hint = match &remote {

@@ -324,14 +324,14 @@ impl Service {
 }
 
 /// Where a save writes and the status its intent gives there.
-struct SaveTarget {
+pub(super) struct SaveTarget {
     workspace: Workspace,
     status: RevisionStatus,
 }
 
 /// The workspace a save goes to (default: personal) and the status its intent gives the new
 /// revision for the caller's role there.
-fn save_target(
+pub(super) fn save_target(
     access: &Access,
     workspace: Option<&str>,
     intent: Option<SaveIntent>,
