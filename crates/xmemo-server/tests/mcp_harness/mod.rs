@@ -45,10 +45,18 @@ impl McpServer {
     }
 
     pub async fn start_with(mcp: McpConfig) -> Self {
+        Self::start_configured(mcp, |service| service).await
+    }
+
+    /// As `start_with`, with the service adjusted first (e.g. given a sandbox engine).
+    pub async fn start_configured(
+        mcp: McpConfig,
+        configure: impl FnOnce(Service) -> Service,
+    ) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let db_path = dir.path().join("xmemo.db");
         let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&db_path).await.expect("sqlite"));
-        let service = Service::new(store.clone());
+        let service = configure(Service::new(store.clone()));
         let key_path = xmemo_server::bootstrap::bootstrap_admin(&service, dir.path())
             .await
             .expect("bootstrap")
