@@ -8,24 +8,8 @@ use std::process::{Command, Stdio};
 
 const BIN: &str = env!("CARGO_BIN_EXE_xmemo");
 
-/// Settings that would leak from the developer's environment into the children.
-const SCRUBBED_ENV: &[&str] = &[
-    "XMEMO_URL",
-    "XMEMO_KEY",
-    "XMEMO_AGENT_ID",
-    "XMEMO_AGENT_INSTANCE_ID",
-    "XMEMO_LISTEN",
-    "XMEMO_DATA_DIR",
-    "XMEMO_DATABASE_URL",
-    "XMEMO_CONFIG",
-    "XMEMO_PUBLIC_URL",
-];
-
 fn command(cwd: &Path) -> Command {
-    let mut cmd = Command::new(BIN);
-    for var in SCRUBBED_ENV {
-        cmd.env_remove(var);
-    }
+    let mut cmd = xmemo_testkit::clean_command(BIN);
     cmd.current_dir(cwd);
     cmd
 }

@@ -1,18 +1,13 @@
 //! Operators who migrate explicitly: `serve --no-migrate` refuses a database whose schema is
 //! behind, `admin migrate` brings it up to date, then `serve --no-migrate` starts.
 
-use std::process::Command;
-
 const BIN: &str = env!("CARGO_BIN_EXE_xmemo");
 
 fn xmemo(args: &[&str]) -> std::process::Output {
-    let mut cmd = Command::new(BIN);
-    for (key, _) in std::env::vars() {
-        if key.starts_with("XMEMO_") {
-            cmd.env_remove(key);
-        }
-    }
-    cmd.args(args).output().expect("run xmemo")
+    xmemo_testkit::clean_command(BIN)
+        .args(args)
+        .output()
+        .expect("run xmemo")
 }
 
 #[test]

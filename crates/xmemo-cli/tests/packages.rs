@@ -2,86 +2,25 @@
 //! against a real `xmemo serve` child process (same approach as tests/cli.rs).
 
 use serde_json::Value;
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
 
 const BIN: &str = env!("CARGO_BIN_EXE_xmemo");
 
-const SCRUBBED_ENV: &[&str] = &[
-    "XMEMO_URL",
-    "XMEMO_KEY",
-    "XMEMO_AGENT_ID",
-    "XMEMO_AGENT_INSTANCE_ID",
-    "XMEMO_LISTEN",
-    "XMEMO_DATA_DIR",
-    "XMEMO_DATABASE_URL",
-    "XMEMO_CONFIG",
-    "XMEMO_PUBLIC_URL",
-    "NO_COLOR",
-];
-
 fn command(cwd: &Path) -> Command {
-    let mut cmd = Command::new(BIN);
-    for var in SCRUBBED_ENV {
-        cmd.env_remove(var);
-    }
+    let mut cmd = xmemo_testkit::clean_command(BIN);
     cmd.current_dir(cwd);
     cmd
 }
 
-/// A running `xmemo serve`, killed when dropped.
-struct Server {
-    child: Child,
-    url: String,
-}
+/// A running `xmemo serve` on `data_dir`, killed when dropped.
+struct Server;
 
 impl Server {
-    fn start(data_dir: &Path) -> Server {
-        let mut child = command(data_dir.parent().unwrap_or(data_dir))
-            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-            .arg(data_dir)
-            .env("XMEMO_LOG", "warn")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn xmemo serve");
-        let stderr = child.stderr.take().expect("piped stderr");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines() {
-                let Ok(line) = line else { break };
-                let _ = tx.send(line);
-            }
-        });
-        let mut server = Server {
-            child,
-            url: String::new(),
-        };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        let mut seen = Vec::new();
-        while server.url.is_empty() {
-            match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-                Ok(line) => {
-                    if let Some(rest) = line.strip_prefix("xmemo: listening on ") {
-                        server.url = rest.split_whitespace().next().unwrap_or("").to_string();
-                    }
-                    seen.push(line);
-                }
-                Err(_) => panic!("xmemo serve did not start:\n{}", seen.join("\n")),
-            }
-        }
-        server
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+    fn start(data_dir: &Path) -> xmemo_testkit::ServerProcess {
+        let dir = data_dir.to_str().expect("utf-8 temp path");
+        xmemo_testkit::ServerProcess::start(BIN, &["--data-dir", dir], &[])
     }
 }
 

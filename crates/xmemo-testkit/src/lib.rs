@@ -102,6 +102,18 @@ pub async fn postgres_fresh_database() -> Option<(PgConnectOptions, PgDropGuard)
     Some((admin.database(&name), guard))
 }
 
+/// `bin` as a child command with none of the caller's `XMEMO_*` settings (nor `NO_COLOR`), so a
+/// developer's environment never leaks into a test.
+pub fn clean_command(bin: &str) -> std::process::Command {
+    let mut cmd = std::process::Command::new(bin);
+    for (key, _) in std::env::vars() {
+        if key.starts_with("XMEMO_") || key == "NO_COLOR" {
+            cmd.env_remove(key);
+        }
+    }
+    cmd
+}
+
 /// A running `xmemo serve` child process, killed when dropped. Its stderr is drained for its
 /// whole life (so it never blocks on a full pipe) and the listening address is parsed from
 /// the `xmemo: listening on http://…` line.
@@ -115,13 +127,8 @@ impl ServerProcess {
     /// none of the XMEMO_* settings of the caller's environment.
     pub fn start(bin: &str, args: &[&str], envs: &[(&str, &str)]) -> ServerProcess {
         use std::io::{BufRead, BufReader};
-        use std::process::{Command, Stdio};
-        let mut cmd = Command::new(bin);
-        for (key, _) in std::env::vars() {
-            if key.starts_with("XMEMO_") {
-                cmd.env_remove(key);
-            }
-        }
+        use std::process::Stdio;
+        let mut cmd = clean_command(bin);
         cmd.args(["serve", "--listen", "127.0.0.1:0"])
             .args(args)
             .env("XMEMO_LOG", "warn")
