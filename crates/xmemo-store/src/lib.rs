@@ -14,7 +14,7 @@ use async_trait::async_trait;
 pub use error::StoreError;
 pub use model::*;
 use std::collections::BTreeMap;
-use xmemo_core::{AssetStatus, RevisionStatus, Role};
+use xmemo_core::{AssetStatus, Role};
 
 pub type StoreResult<T> = Result<T, StoreError>;
 
@@ -113,9 +113,4 @@ pub trait Store: Send + Sync + 'static {
     /// Row count per table, for diagnostics and for tests that prove a failed write wrote
     /// nothing.
     async fn table_counts(&self) -> StoreResult<BTreeMap<String, u64>>;
-}
-
-/// Revision statuses that a status change may move from, checked in the same transaction.
-pub fn status_is(status: RevisionStatus, allowed: &[RevisionStatus]) -> bool {
-    allowed.contains(&status)
 }
