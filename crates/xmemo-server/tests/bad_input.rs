@@ -220,6 +220,37 @@ async fn malformed_requests_get_spec_errors() {
     )
     .await
     .expect_error(422, "VALIDATION_ERROR");
+    s.post("/api/v1/keys", k, json!({"name": "bad\u{7}name"}))
+        .await
+        .expect_error(422, "VALIDATION_ERROR");
+
+    // Review notes and archive reasons: at most 2000 characters, checked before any write.
+    let before = s.counts().await;
+    let long = "n".repeat(2001);
+    let r = s
+        .post("/api/v1/skills/big/archive", k, json!({"reason": long}))
+        .await;
+    assert_eq!(
+        r.expect_error(422, "VALIDATION_ERROR")["details"]["field"],
+        "reason"
+    );
+    let revs = s.get("/api/v1/skills/big/revisions", k).await;
+    let rev = revs.expect_ok()["revisions"][0]["revision_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let r = s
+        .post(
+            &format!("/api/v1/skills/big/revisions/{rev}/publish"),
+            k,
+            json!({"note": long}),
+        )
+        .await;
+    assert_eq!(
+        r.expect_error(422, "VALIDATION_ERROR")["details"]["field"],
+        "note"
+    );
+    assert_eq!(before, s.counts().await);
 }
 
 #[tokio::test]
