@@ -21,6 +21,9 @@ pub enum ServiceError {
     NotFound(String),
     #[error("{0}")]
     Conflict(String),
+    /// A concurrent write won the race; the same request may succeed when tried again.
+    #[error("{0}")]
+    Contention(String),
     #[error("slug `{slug}` exists in several workspaces; pass `workspace`")]
     AmbiguousSlug { slug: String, candidates: Value },
     #[error("{0}")]
@@ -50,7 +53,7 @@ impl ServiceError {
             Self::AuthRequired(_) => ErrorCode::AuthRequired,
             Self::PermissionDenied(_) => ErrorCode::PermissionDenied,
             Self::NotFound(_) => ErrorCode::NotFound,
-            Self::Conflict(_) => ErrorCode::Conflict,
+            Self::Conflict(_) | Self::Contention(_) => ErrorCode::Conflict,
             Self::AmbiguousSlug { .. } => ErrorCode::AmbiguousSlug,
             Self::RevisionPinRequired(_) => ErrorCode::RevisionPinRequired,
             Self::SandboxUnavailable(_) => ErrorCode::SandboxUnavailable,
@@ -64,6 +67,7 @@ impl ServiceError {
         matches!(
             self,
             Self::Unavailable(_)
+                | Self::Contention(_)
                 | Self::Upstream(_)
                 | Self::Internal(_)
                 | Self::SandboxUnavailable(_)
@@ -195,6 +199,7 @@ impl From<StoreError> for ServiceError {
         match e {
             StoreError::NotFound(what) => Self::NotFound(format!("{what} not found")),
             StoreError::Conflict(msg) => Self::Conflict(msg),
+            StoreError::Contention(msg) => Self::Contention(msg),
             StoreError::Unavailable(msg) => {
                 tracing::error!(error = %msg, "database unavailable");
                 Self::Unavailable(msg)

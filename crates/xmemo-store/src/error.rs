@@ -6,6 +6,10 @@ pub enum StoreError {
     /// A uniqueness rule or a compare-and-set failed; nothing was written.
     #[error("conflict: {0}")]
     Conflict(String),
+    /// A concurrent transaction won (serialization failure, deadlock, a row created meanwhile);
+    /// nothing was written and the same request may succeed when tried again.
+    #[error("concurrent update: {0}")]
+    Contention(String),
     /// The database cannot be reached or refused the connection.
     #[error("database unavailable: {0}")]
     Unavailable(String),
@@ -14,12 +18,67 @@ pub enum StoreError {
     Internal(String),
 }
 
+impl StoreError {
+    /// True when trying the same request again may succeed.
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, Self::Contention(_) | Self::Unavailable(_))
+    }
+}
+
+/// SQLite primary result codes (the low byte of the extended code sqlx reports).
+const SQLITE_BUSY: i64 = 5;
+const SQLITE_LOCKED: i64 = 6;
+const SQLITE_NOMEM: i64 = 7;
+const SQLITE_IOERR: i64 = 10;
+const SQLITE_FULL: i64 = 13;
+const SQLITE_CANTOPEN: i64 = 14;
+
+/// Which driver reported a database error: their codes overlap (SQLSTATEs can be all digits).
+#[derive(Clone, Copy)]
+enum Driver {
+    Sqlite,
+    Postgres,
+}
+
+/// The one classification of database errors, for both drivers: SQLite result codes (decimal,
+/// extended) and PostgreSQL SQLSTATEs.
+fn classify(driver: Driver, code: &str, message: &str) -> Option<StoreError> {
+    if let Driver::Sqlite = driver {
+        return match code.parse::<i64>().ok()? & 0xff {
+            SQLITE_BUSY | SQLITE_LOCKED => Some(StoreError::Contention(message.to_string())),
+            SQLITE_NOMEM | SQLITE_IOERR | SQLITE_FULL | SQLITE_CANTOPEN => {
+                Some(StoreError::Unavailable(message.to_string()))
+            }
+            _ => None,
+        };
+    }
+    match code {
+        // serialization_failure, deadlock_detected, lock_not_available
+        "40001" | "40P01" | "55P03" => Some(StoreError::Contention(message.to_string())),
+        // connection exceptions, admin/crash shutdown, cannot connect now, too many connections
+        c if c.starts_with("08") || matches!(c, "57P01" | "57P02" | "57P03" | "53300") => {
+            Some(StoreError::Unavailable(message.to_string()))
+        }
+        _ => None,
+    }
+}
+
 impl From<sqlx::Error> for StoreError {
     fn from(err: sqlx::Error) -> Self {
         match &err {
             sqlx::Error::RowNotFound => StoreError::NotFound("row".into()),
-            sqlx::Error::Database(db) if db.is_unique_violation() => {
-                StoreError::Conflict(db.message().to_string())
+            sqlx::Error::Database(db) => {
+                if db.is_unique_violation() {
+                    return StoreError::Conflict(db.message().to_string());
+                }
+                let driver = if db.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some() {
+                    Driver::Sqlite
+                } else {
+                    Driver::Postgres
+                };
+                db.code()
+                    .and_then(|code| classify(driver, &code, db.message()))
+                    .unwrap_or_else(|| StoreError::Internal(err.to_string()))
             }
             sqlx::Error::PoolTimedOut
             | sqlx::Error::PoolClosed
@@ -27,5 +86,27 @@ impl From<sqlx::Error> for StoreError {
             | sqlx::Error::Tls(_) => StoreError::Unavailable(err.to_string()),
             _ => StoreError::Internal(err.to_string()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Driver::{Postgres, Sqlite};
+    use super::{StoreError, classify};
+
+    #[test]
+    fn codes_of_both_drivers_are_classified() {
+        let pg = |c| classify(Postgres, c, "m");
+        let lite = |c| classify(Sqlite, c, "m");
+        assert!(matches!(pg("40001"), Some(StoreError::Contention(_))));
+        assert!(matches!(pg("40P01"), Some(StoreError::Contention(_))));
+        assert!(matches!(pg("08006"), Some(StoreError::Unavailable(_))));
+        assert!(pg("23503").is_none());
+        assert!(matches!(lite("5"), Some(StoreError::Contention(_))));
+        // SQLITE_BUSY_SNAPSHOT (517) is a BUSY.
+        assert!(matches!(lite("517"), Some(StoreError::Contention(_))));
+        assert!(matches!(lite("13"), Some(StoreError::Unavailable(_))));
+        assert!(lite("787").is_none());
+        assert!(lite("40001").is_none());
     }
 }

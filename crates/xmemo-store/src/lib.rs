@@ -8,10 +8,12 @@ pub mod model;
 pub mod postgres;
 pub mod search;
 pub mod snapshot;
+pub mod sql;
 pub mod sqlite;
 
 use async_trait::async_trait;
 pub use error::StoreError;
+pub use sql::{Record, SqlStore};
 pub use model::*;
 use std::collections::BTreeMap;
 use xmemo_core::{AssetStatus, Role};
@@ -25,6 +27,9 @@ pub trait Store: Send + Sync + 'static {
     /// Backend name for diagnostics (`sqlite`, `postgres`).
     fn backend(&self) -> &'static str;
     async fn ping(&self) -> StoreResult<()>;
+
+    // Audit drafts are the caller's: the store fills in only the identifiers it allocates
+    // (the new account's `account_id` and personal workspace, a new key's `key_id`).
 
     // ---- accounts, workspaces, memberships ----
     /// Creates the account, its personal workspace and its owner membership.
@@ -76,6 +81,9 @@ pub trait Store: Send + Sync + 'static {
         slug: &str,
     ) -> StoreResult<Vec<Skill>>;
     async fn list_skills(&self, workspace_ids: &[String]) -> StoreResult<Vec<Skill>>;
+    /// One page of served skills with their published revisions, in a bounded number of
+    /// statements whatever the page size.
+    async fn served_skills(&self, page: &ServedPage) -> StoreResult<Vec<ServedSkill>>;
     /// Atomically: create the skill when absent, check `expected_revision_id`, return the
     /// latest revision unchanged when its canonical_hash equals the new one, else store blobs,
     /// the revision with the next number and its components, apply the publish side effect

@@ -181,6 +181,29 @@ pub struct StatusChange {
     pub audit: AuditDraft,
 }
 
+/// Where a page of served skills starts: after this `(workspace_id, slug)`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkillKey {
+    pub workspace_id: String,
+    pub slug: String,
+}
+
+/// A page of served skills (active, with a published revision), ordered by
+/// `(workspace_id, slug)`.
+#[derive(Debug, Clone)]
+pub struct ServedPage {
+    pub workspace_ids: Vec<String>,
+    pub after: Option<SkillKey>,
+    pub limit: u32,
+}
+
+/// A served skill with its published revision (components included).
+#[derive(Debug, Clone)]
+pub struct ServedSkill {
+    pub skill: Skill,
+    pub revision: Revision,
+}
+
 #[derive(Debug, Clone)]
 pub struct SearchQuery {
     pub text: String,

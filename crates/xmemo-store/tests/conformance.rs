@@ -2086,6 +2086,57 @@ mod postgres_only {
         assert!(!exists, "{name} was left behind");
     }
 
+    /// A serialization failure in the middle of a snapshot import (forced here by a trigger
+    /// raising SQLSTATE 40001 on the first revision row) is reported as retryable contention,
+    /// writes nothing, and the same import succeeds when tried again.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn serialization_failure_during_snapshot_import_is_retryable() {
+        let source = sqlite_db().await;
+        let store = source.store();
+        let alice = account(&store, "alice").await;
+        save(&store, &alice, "copied", draft("body")).await;
+        let snap = xmemo_store::snapshot::export_snapshot(store.as_ref())
+            .await
+            .unwrap();
+        assert!(!snap.revisions.is_empty());
+
+        let Some(target) = postgres_db().await else {
+            return;
+        };
+        target
+            .raw_execute(
+                "CREATE FUNCTION fail_serialization() RETURNS trigger LANGUAGE plpgsql AS $$
+                 BEGIN RAISE EXCEPTION 'could not serialize access' USING ERRCODE = 'serialization_failure'; END $$",
+            )
+            .await
+            .unwrap();
+        target
+            .raw_execute(
+                "CREATE TRIGGER revisions_fail BEFORE INSERT ON revisions FOR EACH ROW EXECUTE FUNCTION fail_serialization()",
+            )
+            .await
+            .unwrap();
+        let pg = target.store();
+        let before = pg.table_counts().await.unwrap();
+        let err = pg.import_snapshot(&snap).await.unwrap_err();
+        assert!(
+            matches!(err, StoreError::Contention(_)) && err.is_retryable(),
+            "expected retryable contention, got {err:?}"
+        );
+        assert_eq!(pg.table_counts().await.unwrap(), before);
+        assert!(before.values().all(|n| *n == 0), "{before:?}");
+
+        target
+            .raw_execute("DROP TRIGGER revisions_fail ON revisions")
+            .await
+            .unwrap();
+        pg.import_snapshot(&snap).await.unwrap();
+        assert_eq!(
+            pg.table_counts().await.unwrap()["revisions"],
+            snap.revisions.len() as u64
+        );
+    }
+
     #[tokio::test]
     async fn connect_and_migrate_by_url() {
         let Some((options, _guard)) = postgres_fresh_database().await else {

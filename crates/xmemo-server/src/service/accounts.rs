@@ -103,7 +103,14 @@ impl Service {
         let profile = req.profile.unwrap_or_else(|| DEFAULT_PROFILE.to_string());
         xmemo_core::validate_slug("profile", &profile)?;
         let generated = generate_key();
-        let audit = AuditDraft::new("key.create", &principal.attribution());
+        let audit = AuditDraft::new("key.create", &principal.attribution()).details(
+            serde_json::json!({
+                "name": name,
+                "scopes": scopes.iter().map(|s| s.as_str()).collect::<Vec<_>>(),
+                "profile": profile,
+                "expires_at": expires_at,
+            }),
+        );
         let info = self
             .store
             .create_api_key(
@@ -135,7 +142,8 @@ impl Service {
 
     pub async fn revoke_key(&self, principal: &Principal, key_id: &str) -> ServiceResult<()> {
         principal.require(Scope::Write)?;
-        let audit = AuditDraft::new("key.revoke", &principal.attribution());
+        let audit = AuditDraft::new("key.revoke", &principal.attribution())
+            .details(serde_json::json!({"key_id": key_id}));
         if self
             .store
             .revoke_api_key(&principal.account.account_id, key_id, audit)
@@ -183,11 +191,8 @@ impl Service {
         xmemo_core::validate_slug("handle", &req.handle)?;
         let display_name = req.display_name.unwrap_or_else(|| req.handle.clone());
         xmemo_core::validate::validate_name("display_name", &display_name)?;
-        let audit = AuditDraft {
-            action: "account.create".into(),
-            actor,
-            ..Default::default()
-        };
+        let audit = AuditDraft::new("account.create", &actor)
+            .details(serde_json::json!({"handle": req.handle, "is_admin": req.is_admin}));
         self.store
             .create_account(
                 NewAccount {

@@ -1,0 +1,348 @@
+//! Accounts, workspaces, memberships and API keys.
+
+use super::rows::{self, ACCOUNT_SELECT, API_KEY_SELECT, MEMBER_SELECT, MEMBERSHIP_SELECT};
+use super::{Dialect, SqlStore, Stmt, audit};
+use crate::model::*;
+use crate::{Record, StoreError, StoreResult};
+use xmemo_core::{Role, WorkspaceKind, new_id};
+
+/// The audit draft the service passed, with an identifier the store allocated added to its
+/// details (the service cannot know it in advance); nothing the service wrote is replaced.
+fn noting(mut draft: AuditDraft, key: &str, value: &str) -> AuditDraft {
+    if !draft.details.is_object() {
+        draft.details = serde_json::Value::Object(Default::default());
+    }
+    if let Some(details) = draft.details.as_object_mut() {
+        details.insert(key.to_string(), value.into());
+    }
+    draft
+}
+
+const INSERT_OWNER: &str = "INSERT INTO memberships (workspace_id, account_id, role, added_at) VALUES ($1, $2, 'owner', $3)";
+
+pub async fn create_account<D: Dialect>(
+    store: &SqlStore<D>,
+    new: NewAccount,
+    audit: AuditDraft,
+) -> StoreResult<Account> {
+    let account = Account {
+        account_id: new_id("acct"),
+        handle: new.handle,
+        display_name: new.display_name,
+        is_admin: new.is_admin,
+        personal_workspace_id: new_id("ws"),
+        created_at: now(),
+    };
+    let (at, ws) = (&account.created_at, &account.personal_workspace_id);
+    let mut s = store.write().await?;
+    s.execute(
+        Stmt::new("INSERT INTO workspaces (workspace_id, handle, name, kind, created_at) VALUES ($1, 'personal', $2, 'personal', $3)")
+            .bind(ws)
+            .bind(format!("{} (personal)", account.display_name).as_str())
+            .bind(at),
+    )
+    .await?;
+    s.execute(
+        Stmt::new("INSERT INTO accounts (account_id, handle, display_name, is_admin, personal_workspace_id, created_at) VALUES ($1,$2,$3,$4,$5,$6)")
+            .bind(&account.account_id)
+            .bind(&account.handle)
+            .bind(&account.display_name)
+            .bind(account.is_admin)
+            .bind(ws)
+            .bind(at),
+    )
+    .await?;
+    s.execute(
+        Stmt::new(INSERT_OWNER)
+            .bind(ws)
+            .bind(&account.account_id)
+            .bind(at),
+    )
+    .await?;
+    let mut audit = noting(audit, "account_id", &account.account_id).workspace(ws);
+    if audit.actor.account_id.is_empty() {
+        // The first account creates itself (bootstrap).
+        audit.actor.account_id = account.account_id.clone();
+    }
+    audit::append(&mut s, &audit).await?;
+    s.commit().await?;
+    Ok(account)
+}
+
+async fn account_where<D: Dialect>(
+    store: &SqlStore<D>,
+    column: &'static str,
+    value: &str,
+) -> StoreResult<Option<Account>> {
+    let mut s = store.read().await?;
+    let row = s
+        .optional(Stmt::new(format!("{ACCOUNT_SELECT} WHERE {column} = $1")).bind(value))
+        .await?;
+    row.map(|r| rows::account(&r)).transpose()
+}
+
+pub async fn get_account<D: Dialect>(store: &SqlStore<D>, id: &str) -> StoreResult<Option<Account>> {
+    account_where(store, "account_id", id).await
+}
+
+pub async fn find_account_by_handle<D: Dialect>(
+    store: &SqlStore<D>,
+    handle: &str,
+) -> StoreResult<Option<Account>> {
+    account_where(store, "handle", handle).await
+}
+
+pub async fn list_accounts<D: Dialect>(store: &SqlStore<D>) -> StoreResult<Vec<Account>> {
+    let mut s = store.read().await?;
+    s.all(Stmt::new(format!(
+        "{ACCOUNT_SELECT} ORDER BY created_at, account_id"
+    )))
+    .await?
+    .iter()
+    .map(rows::account)
+    .collect()
+}
+
+pub async fn count_accounts<D: Dialect>(store: &SqlStore<D>) -> StoreResult<u64> {
+    let mut s = store.read().await?;
+    let row = s
+        .one(Stmt::new("SELECT COUNT(*) AS n FROM accounts"), "count")
+        .await?;
+    super::driver::to_u64(row.int("n")?, "account count")
+}
+
+pub async fn create_team<D: Dialect>(
+    store: &SqlStore<D>,
+    new: NewTeam,
+    audit: AuditDraft,
+) -> StoreResult<Workspace> {
+    let team = Workspace {
+        workspace_id: new_id("ws"),
+        handle: new.handle,
+        name: new.name,
+        kind: WorkspaceKind::Team,
+        created_at: now(),
+    };
+    let mut s = store.write().await?;
+    s.execute(
+        Stmt::new("INSERT INTO workspaces (workspace_id, handle, name, kind, created_at) VALUES ($1, $2, $3, 'team', $4)")
+            .bind(&team.workspace_id)
+            .bind(&team.handle)
+            .bind(&team.name)
+            .bind(&team.created_at),
+    )
+    .await
+    .map_err(|e| match e {
+        StoreError::Conflict(_) => {
+            StoreError::Conflict(format!("a team with handle `{}` already exists", team.handle))
+        }
+        other => other,
+    })?;
+    s.execute(
+        Stmt::new(INSERT_OWNER)
+            .bind(&team.workspace_id)
+            .bind(&new.owner_account_id)
+            .bind(&team.created_at),
+    )
+    .await?;
+    audit::append(&mut s, &audit.workspace(&team.workspace_id)).await?;
+    s.commit().await?;
+    Ok(team)
+}
+
+async fn workspace_where<D: Dialect>(
+    store: &SqlStore<D>,
+    clause: &'static str,
+    value: &str,
+) -> StoreResult<Option<Workspace>> {
+    let mut s = store.read().await?;
+    let row = s
+        .optional(Stmt::new(format!("{} WHERE {clause}", rows::WORKSPACE_SELECT)).bind(value))
+        .await?;
+    row.map(|r| rows::workspace(&r)).transpose()
+}
+
+pub async fn get_workspace<D: Dialect>(
+    store: &SqlStore<D>,
+    id: &str,
+) -> StoreResult<Option<Workspace>> {
+    workspace_where(store, "workspace_id = $1", id).await
+}
+
+pub async fn find_team_by_handle<D: Dialect>(
+    store: &SqlStore<D>,
+    handle: &str,
+) -> StoreResult<Option<Workspace>> {
+    workspace_where(store, "handle = $1 AND kind = 'team'", handle).await
+}
+
+pub async fn memberships<D: Dialect>(
+    store: &SqlStore<D>,
+    account_id: &str,
+) -> StoreResult<Vec<Membership>> {
+    let mut s = store.read().await?;
+    s.all(
+        Stmt::new(format!(
+            "{MEMBERSHIP_SELECT} WHERE m.account_id = $1 ORDER BY w.kind, w.handle"
+        ))
+        .bind(account_id),
+    )
+    .await?
+    .iter()
+    .map(rows::membership)
+    .collect()
+}
+
+pub async fn list_members<D: Dialect>(
+    store: &SqlStore<D>,
+    workspace_id: &str,
+) -> StoreResult<Vec<Member>> {
+    let mut s = store.read().await?;
+    s.all(Stmt::new(format!("{MEMBER_SELECT} WHERE m.workspace_id = $1 ORDER BY a.handle")).bind(workspace_id))
+        .await?
+        .iter()
+        .map(rows::member)
+        .collect()
+}
+
+pub async fn put_member<D: Dialect>(
+    store: &SqlStore<D>,
+    workspace_id: &str,
+    account_id: &str,
+    role: Role,
+    audit: AuditDraft,
+) -> StoreResult<()> {
+    let mut s = store.write().await?;
+    s.execute(
+        Stmt::new(
+            "INSERT INTO memberships (workspace_id, account_id, role, added_at) VALUES ($1, $2, $3, $4)
+             ON CONFLICT (workspace_id, account_id) DO UPDATE SET role = excluded.role",
+        )
+        .bind(workspace_id)
+        .bind(account_id)
+        .bind(role.as_str())
+        .bind(&now()),
+    )
+    .await?;
+    audit::append(&mut s, &audit).await?;
+    s.commit().await
+}
+
+pub async fn remove_member<D: Dialect>(
+    store: &SqlStore<D>,
+    workspace_id: &str,
+    account_id: &str,
+    audit: AuditDraft,
+) -> StoreResult<bool> {
+    let mut s = store.write().await?;
+    let removed = s
+        .execute(
+            Stmt::new("DELETE FROM memberships WHERE workspace_id = $1 AND account_id = $2")
+                .bind(workspace_id)
+                .bind(account_id),
+        )
+        .await?
+        > 0;
+    if removed {
+        audit::append(&mut s, &audit).await?;
+        s.commit().await?;
+    }
+    Ok(removed)
+}
+
+pub async fn create_api_key<D: Dialect>(
+    store: &SqlStore<D>,
+    new: NewApiKey,
+    audit: AuditDraft,
+) -> StoreResult<ApiKey> {
+    let key = ApiKey {
+        key_id: new_id("key"),
+        account_id: new.account_id,
+        name: new.name,
+        prefix: new.prefix,
+        key_hash: new.key_hash,
+        scopes: new.scopes,
+        profile: new.profile,
+        created_at: now(),
+        expires_at: new.expires_at,
+        revoked_at: None,
+    };
+    let mut s = store.write().await?;
+    insert_api_key(&mut s, &key).await?;
+    audit::append(&mut s, &noting(audit, "key_id", &key.key_id)).await?;
+    s.commit().await?;
+    Ok(key)
+}
+
+/// One key row as given (creation and snapshot imports).
+pub async fn insert_api_key<D: Dialect>(
+    s: &mut super::Session<D>,
+    key: &ApiKey,
+) -> StoreResult<()> {
+    s.execute(
+        Stmt::new("INSERT INTO api_keys (key_id, account_id, name, prefix, key_hash, scopes, profile, created_at, expires_at, revoked_at) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10)")
+            .bind(&key.key_id)
+            .bind(&key.account_id)
+            .bind(&key.name)
+            .bind(&key.prefix)
+            .bind(&key.key_hash)
+            .bind(key.scopes.join(" ").as_str())
+            .bind(&key.profile)
+            .bind(&key.created_at)
+            .bind(&key.expires_at)
+            .bind(&key.revoked_at),
+    )
+    .await?;
+    Ok(())
+}
+
+pub async fn find_api_key_by_hash<D: Dialect>(
+    store: &SqlStore<D>,
+    key_hash: &str,
+) -> StoreResult<Option<ApiKey>> {
+    let mut s = store.read().await?;
+    let row = s
+        .optional(Stmt::new(format!("{API_KEY_SELECT} WHERE key_hash = $1")).bind(key_hash))
+        .await?;
+    row.map(|r| rows::api_key(&r)).transpose()
+}
+
+pub async fn list_api_keys<D: Dialect>(
+    store: &SqlStore<D>,
+    account_id: &str,
+) -> StoreResult<Vec<ApiKey>> {
+    let mut s = store.read().await?;
+    s.all(
+        Stmt::new(format!(
+            "{API_KEY_SELECT} WHERE account_id = $1 ORDER BY created_at, key_id"
+        ))
+        .bind(account_id),
+    )
+    .await?
+    .iter()
+    .map(rows::api_key)
+    .collect()
+}
+
+pub async fn revoke_api_key<D: Dialect>(
+    store: &SqlStore<D>,
+    account_id: &str,
+    key_id: &str,
+    audit: AuditDraft,
+) -> StoreResult<bool> {
+    let mut s = store.write().await?;
+    let revoked = s
+        .execute(
+            Stmt::new("UPDATE api_keys SET revoked_at = $1 WHERE key_id = $2 AND account_id = $3 AND revoked_at IS NULL")
+                .bind(&now())
+                .bind(key_id)
+                .bind(account_id),
+        )
+        .await?
+        > 0;
+    if revoked {
+        audit::append(&mut s, &audit).await?;
+        s.commit().await?;
+    }
+    Ok(revoked)
+}

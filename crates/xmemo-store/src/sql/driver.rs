@@ -1,0 +1,260 @@
+//! The thin layer between the SQL core and sqlx: a dialect-neutral statement ([`Stmt`]), the
+//! two sqlx drivers behind one trait ([`Driver`]), and column access that reads the same on
+//! both ([`Record`]). Statements use `$n` placeholders, which sqlx-sqlite binds by number too.
+
+use crate::{StoreError, StoreResult};
+use std::borrow::Cow;
+use std::future::Future;
+
+/// One bound value. Values are encoded when the statement runs, so borrowing is enough.
+#[derive(Debug, Clone)]
+pub enum Arg<'a> {
+    Text(Option<&'a str>),
+    OwnedText(String),
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+    Bytes(&'a [u8]),
+}
+
+/// Conversion of a Rust value into a bound [`Arg`].
+pub trait IntoArg<'a> {
+    fn into_arg(self) -> Arg<'a>;
+}
+
+impl<'a> IntoArg<'a> for &'a str {
+    fn into_arg(self) -> Arg<'a> {
+        Arg::Text(Some(self))
+    }
+}
+impl<'a> IntoArg<'a> for &'a String {
+    fn into_arg(self) -> Arg<'a> {
+        Arg::Text(Some(self))
+    }
+}
+impl<'a> IntoArg<'a> for Option<&'a str> {
+    fn into_arg(self) -> Arg<'a> {
+        Arg::Text(self)
+    }
+}
+impl<'a> IntoArg<'a> for &'a Option<String> {
+    fn into_arg(self) -> Arg<'a> {
+        Arg::Text(self.as_deref())
+    }
+}
+impl<'a> IntoArg<'a> for String {
+    fn into_arg(self) -> Arg<'a> {
+        Arg::OwnedText(self)
+    }
+}
+impl<'a> IntoArg<'a> for i64 {
+    fn into_arg(self) -> Arg<'a> {
+        Arg::Int(self)
+    }
+}
+impl<'a> IntoArg<'a> for f64 {
+    fn into_arg(self) -> Arg<'a> {
+        Arg::Float(self)
+    }
+}
+impl<'a> IntoArg<'a> for bool {
+    fn into_arg(self) -> Arg<'a> {
+        Arg::Bool(self)
+    }
+}
+impl<'a> IntoArg<'a> for &'a [u8] {
+    fn into_arg(self) -> Arg<'a> {
+        Arg::Bytes(self)
+    }
+}
+impl<'a> IntoArg<'a> for &'a Vec<u8> {
+    fn into_arg(self) -> Arg<'a> {
+        Arg::Bytes(self)
+    }
+}
+
+/// SQL text with its arguments.
+#[derive(Debug, Clone)]
+pub struct Stmt<'a> {
+    sql: Cow<'static, str>,
+    args: Vec<Arg<'a>>,
+}
+
+impl<'a> Stmt<'a> {
+    pub fn new(sql: impl Into<Cow<'static, str>>) -> Self {
+        Self {
+            sql: sql.into(),
+            args: Vec::new(),
+        }
+    }
+
+    pub fn bind(mut self, value: impl IntoArg<'a>) -> Self {
+        self.args.push(value.into_arg());
+        self
+    }
+
+    /// Binds every value in order (the values of an [`in_list`]).
+    pub fn bind_all(mut self, values: &'a [String]) -> Self {
+        self.args
+            .extend(values.iter().map(|v| Arg::Text(Some(v.as_str()))));
+        self
+    }
+}
+
+/// `$from, $from+1, …` for `n` values (at least one placeholder, so `IN (…)` stays valid SQL;
+/// callers return early on empty lists).
+pub fn in_list(from: usize, n: usize) -> String {
+    (from..from + n.max(1))
+        .map(|i| format!("${i}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// A stored size or count as the signed 64-bit integer both schemas use.
+pub fn to_i64(n: u64, what: &str) -> StoreResult<i64> {
+    i64::try_from(n).map_err(|_| StoreError::Internal(format!("{what} {n} out of range")))
+}
+
+pub fn to_u64(n: i64, what: &str) -> StoreResult<u64> {
+    u64::try_from(n).map_err(|_| StoreError::Internal(format!("negative {what} {n}")))
+}
+
+/// Column access, identical on both drivers.
+pub trait Record: Send + Sync + 'static {
+    fn text(&self, column: &str) -> StoreResult<String>;
+    fn opt_text(&self, column: &str) -> StoreResult<Option<String>>;
+    fn int(&self, column: &str) -> StoreResult<i64>;
+    fn float(&self, column: &str) -> StoreResult<f64>;
+    fn flag(&self, column: &str) -> StoreResult<bool>;
+    fn bytes(&self, column: &str) -> StoreResult<Vec<u8>>;
+
+    /// A text column holding an enum's name (`status`, `role`, `kind`…).
+    fn parsed<T: std::str::FromStr<Err = String>>(&self, column: &str) -> StoreResult<T>
+    where
+        Self: Sized,
+    {
+        self.text(column)?.parse().map_err(StoreError::Internal)
+    }
+}
+
+/// A sqlx database driver as the SQL core uses it.
+pub trait Driver: sqlx::Database {
+    type Record: Record;
+    fn execute(
+        conn: &mut Self::Connection,
+        stmt: Stmt<'_>,
+    ) -> impl Future<Output = StoreResult<u64>> + Send;
+    fn fetch_all(
+        conn: &mut Self::Connection,
+        stmt: Stmt<'_>,
+    ) -> impl Future<Output = StoreResult<Vec<Self::Record>>> + Send;
+    fn fetch_optional(
+        conn: &mut Self::Connection,
+        stmt: Stmt<'_>,
+    ) -> impl Future<Output = StoreResult<Option<Self::Record>>> + Send;
+    /// Runs a script of several statements without arguments (a migration file).
+    fn run_script(
+        conn: &mut Self::Connection,
+        script: &'static str,
+    ) -> impl Future<Output = StoreResult<()>> + Send;
+}
+
+/// Implements [`Driver`] and [`Record`] for one sqlx driver: the same code for both, with
+/// the concrete types sqlx needs to pick its encoders and decoders.
+macro_rules! driver {
+    ($db:ty, $row:ty) => {
+        impl Record for $row {
+            fn text(&self, column: &str) -> StoreResult<String> {
+                Ok(sqlx::Row::try_get(self, column)?)
+            }
+            fn opt_text(&self, column: &str) -> StoreResult<Option<String>> {
+                Ok(sqlx::Row::try_get(self, column)?)
+            }
+            fn int(&self, column: &str) -> StoreResult<i64> {
+                Ok(sqlx::Row::try_get(self, column)?)
+            }
+            fn float(&self, column: &str) -> StoreResult<f64> {
+                Ok(sqlx::Row::try_get(self, column)?)
+            }
+            fn flag(&self, column: &str) -> StoreResult<bool> {
+                Ok(sqlx::Row::try_get(self, column)?)
+            }
+            fn bytes(&self, column: &str) -> StoreResult<Vec<u8>> {
+                Ok(sqlx::Row::try_get(self, column)?)
+            }
+        }
+
+        impl Driver for $db {
+            type Record = $row;
+
+            async fn execute(
+                conn: &mut <$db as sqlx::Database>::Connection,
+                stmt: Stmt<'_>,
+            ) -> StoreResult<u64> {
+                let done = native::<$db>(stmt).execute(conn).await?;
+                Ok(done.rows_affected())
+            }
+
+            async fn fetch_all(
+                conn: &mut <$db as sqlx::Database>::Connection,
+                stmt: Stmt<'_>,
+            ) -> StoreResult<Vec<$row>> {
+                Ok(native::<$db>(stmt).fetch_all(conn).await?)
+            }
+
+            async fn fetch_optional(
+                conn: &mut <$db as sqlx::Database>::Connection,
+                stmt: Stmt<'_>,
+            ) -> StoreResult<Option<$row>> {
+                Ok(native::<$db>(stmt).fetch_optional(conn).await?)
+            }
+
+            async fn run_script(
+                conn: &mut <$db as sqlx::Database>::Connection,
+                script: &'static str,
+            ) -> StoreResult<()> {
+                sqlx::raw_sql(script).execute(conn).await?;
+                Ok(())
+            }
+        }
+    };
+}
+
+/// The sqlx query for a statement, with every argument bound.
+fn native<DB>(stmt: Stmt<'_>) -> sqlx::query::Query<'static, DB, DB::Arguments>
+where
+    DB: sqlx::Database,
+    for<'t> Option<&'t str>: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
+    for<'t> &'t [u8]: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
+    for<'t> i64: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
+    for<'t> f64: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
+    for<'t> bool: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
+{
+    let mut q = match stmt.sql {
+        Cow::Borrowed(sql) => sqlx::query::<DB>(sql),
+        Cow::Owned(sql) => sqlx::query::<DB>(sqlx::AssertSqlSafe(sql)),
+    };
+    for arg in stmt.args {
+        q = match arg {
+            Arg::Text(v) => q.bind(v),
+            Arg::OwnedText(v) => q.bind(Some(v.as_str())),
+            Arg::Int(v) => q.bind(v),
+            Arg::Float(v) => q.bind(v),
+            Arg::Bool(v) => q.bind(v),
+            Arg::Bytes(v) => q.bind(v),
+        };
+    }
+    q
+}
+
+driver!(sqlx::Sqlite, sqlx::sqlite::SqliteRow);
+driver!(sqlx::Postgres, sqlx::postgres::PgRow);
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn in_lists_number_from_the_given_placeholder() {
+        assert_eq!(super::in_list(3, 2), "$3,$4");
+        assert_eq!(super::in_list(1, 0), "$1");
+    }
+}

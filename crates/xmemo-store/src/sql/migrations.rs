@@ -1,0 +1,70 @@
+//! The migration runner: every pending script of the dialect, in order, in one transaction
+//! (both SQLite and PostgreSQL have transactional DDL), under the dialect's migration lock.
+
+use super::{Dialect, SqlStore, Stmt};
+use crate::model::now;
+use crate::{Record, StoreError, StoreResult};
+
+/// The migration list of a dialect folder under `migrations/` (one place names the files).
+#[macro_export]
+macro_rules! embed_migrations {
+    ($dialect:literal) => {
+        &[
+            $crate::migrate::Migration {
+                version: 1,
+                name: "init",
+                sql: include_str!(concat!("../../migrations/", $dialect, "/0001_init.sql")),
+            },
+            $crate::migrate::Migration {
+                version: 2,
+                name: "revision_source",
+                sql: include_str!(concat!(
+                    "../../migrations/",
+                    $dialect,
+                    "/0002_revision_source.sql"
+                )),
+            },
+        ]
+    };
+}
+
+const CREATE_TABLE: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)";
+
+async fn applied<D: Dialect>(s: &mut super::Session<D>) -> StoreResult<Vec<i64>> {
+    s.all(Stmt::new("SELECT version FROM schema_migrations"))
+        .await?
+        .iter()
+        .map(|r| r.int("version"))
+        .collect()
+}
+
+pub async fn migrate<D: Dialect>(store: &SqlStore<D>) -> StoreResult<()> {
+    let mut s = store.write().await?;
+    s.lock(D::LOCK_MIGRATIONS).await?;
+    s.execute(Stmt::new(CREATE_TABLE)).await?;
+    let done = applied(&mut s).await?;
+    for m in D::MIGRATIONS.iter().filter(|m| !done.contains(&m.version)) {
+        s.script(m.sql).await.map_err(|e| {
+            StoreError::Internal(format!("migration {} ({}) failed: {e}", m.version, m.name))
+        })?;
+        s.execute(
+            Stmt::new("INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)")
+                .bind(m.version)
+                .bind(m.name)
+                .bind(&now()),
+        )
+        .await?;
+        tracing::info!(backend = D::BACKEND, version = m.version, name = m.name, "applied migration");
+    }
+    s.commit().await
+}
+
+pub async fn schema_is_current<D: Dialect>(store: &SqlStore<D>) -> StoreResult<bool> {
+    let mut s = store.read().await?;
+    let exists = s.one(Stmt::new(D::SCHEMA_TABLE_EXISTS), "schema check").await?;
+    if exists.int("n")? == 0 {
+        return Ok(false);
+    }
+    let done = applied(&mut s).await?;
+    Ok(D::MIGRATIONS.iter().all(|m| done.contains(&m.version)))
+}

@@ -1,0 +1,199 @@
+//! The one SQL core behind both backends: every statement, row mapping and storage rule is
+//! written here once. A backend (`crate::sqlite`, `crate::postgres`) supplies only what truly
+//! differs — how it connects and serialises writers, its row-lock and audit-lock statements,
+//! and its Level 0 index — through [`Dialect`].
+
+mod accounts;
+mod audit;
+pub(crate) mod driver;
+mod migrations;
+mod rows;
+mod skills;
+mod snapshot;
+mod store;
+
+pub use driver::{Driver, Record, Stmt};
+pub(crate) use driver::{in_list, to_i64};
+
+use crate::model::SearchQuery;
+use crate::{StoreError, StoreResult};
+use sqlx::pool::PoolConnection;
+use sqlx::{Pool, Transaction};
+use std::marker::PhantomData;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// What one backend adds to the SQL core: its driver, its locking statements (the defaults
+/// fit a backend whose single writer connection already serialises every write), how it
+/// tells that the schema exists, and its Level 0 index.
+pub trait Dialect: Send + Sync + Sized + 'static {
+    type Driver: Driver;
+    /// `sqlite` or `postgres`.
+    const BACKEND: &'static str;
+    /// The ordered migration scripts of this dialect ([`crate::embed_migrations`]).
+    const MIGRATIONS: &'static [crate::migrate::Migration];
+    /// A query answering one row with an integer column `n` > 0 when `schema_migrations`
+    /// exists.
+    const SCHEMA_TABLE_EXISTS: &'static str;
+
+    /// Appended to a `SELECT` that must lock the rows it returns until commit.
+    const LOCK_ROWS: &'static str = "";
+    /// Run first by every audit append inside its transaction, so appends from every node
+    /// form one linear chain.
+    const LOCK_AUDIT_CHAIN: Option<&'static str> = None;
+    /// Run first by the migration transaction, so nodes starting together migrate once.
+    const LOCK_MIGRATIONS: Option<&'static str> = None;
+
+    /// The Level 0 index table (reported by `table_counts` as `skills_fts` on both backends).
+    const SEARCH_TABLE: &'static str;
+    /// Removes skill `$1`'s Level 0 row.
+    const SEARCH_DELETE: &'static str;
+    /// Writes skill `$1`'s Level 0 row when it is active and has a published revision,
+    /// carrying that revision's name and description.
+    const SEARCH_INSERT: &'static str;
+    /// The Level 0 query: active skills with a published revision in the query's
+    /// workspaces, exact slug/name matches first, then relevance. Its rows carry
+    /// `skill_id, workspace_id, slug, name, description`, `exact` (boolean) and
+    /// `relevance` (higher is better). `None` when the text holds no searchable word.
+    fn search_statement(query: &SearchQuery) -> Option<Stmt<'_>>;
+}
+
+type Db<D> = <D as Dialect>::Driver;
+pub type Row<D> = <Db<D> as Driver>::Record;
+
+enum Held<DB: sqlx::Database> {
+    Pooled(PoolConnection<DB>),
+    Tx(Transaction<'static, DB>),
+}
+
+/// A connection the core runs statements on: a pooled reader, or a write transaction that
+/// rolls back unless committed. Counts the statements it runs (see
+/// [`SqlStore::statements_run`]).
+pub struct Session<D: Dialect> {
+    held: Held<Db<D>>,
+    statements: Arc<AtomicU64>,
+}
+
+impl<D: Dialect> Session<D> {
+    fn conn(&mut self) -> &mut <Db<D> as sqlx::Database>::Connection {
+        self.statements.fetch_add(1, Ordering::Relaxed);
+        match &mut self.held {
+            Held::Pooled(c) => c,
+            Held::Tx(t) => t,
+        }
+    }
+
+    pub async fn execute(&mut self, stmt: Stmt<'_>) -> StoreResult<u64> {
+        Db::<D>::execute(self.conn(), stmt).await
+    }
+
+    pub async fn all(&mut self, stmt: Stmt<'_>) -> StoreResult<Vec<Row<D>>> {
+        Db::<D>::fetch_all(self.conn(), stmt).await
+    }
+
+    pub async fn optional(&mut self, stmt: Stmt<'_>) -> StoreResult<Option<Row<D>>> {
+        Db::<D>::fetch_optional(self.conn(), stmt).await
+    }
+
+    /// Exactly one row; none is `NotFound(what)`.
+    pub async fn one(&mut self, stmt: Stmt<'_>, what: &str) -> StoreResult<Row<D>> {
+        self.optional(stmt)
+            .await?
+            .ok_or_else(|| StoreError::NotFound(what.to_string()))
+    }
+
+    pub async fn script(&mut self, script: &'static str) -> StoreResult<()> {
+        Db::<D>::run_script(self.conn(), script).await
+    }
+
+    /// Runs an optional dialect statement (a lock) that returns nothing of interest.
+    pub async fn lock(&mut self, statement: Option<&'static str>) -> StoreResult<()> {
+        if let Some(sql) = statement {
+            self.execute(Stmt::new(sql)).await?;
+        }
+        Ok(())
+    }
+
+    pub async fn commit(self) -> StoreResult<()> {
+        if let Held::Tx(tx) = self.held {
+            tx.commit().await?;
+        }
+        Ok(())
+    }
+}
+
+/// A [`crate::Store`] over one SQL database: a pool of readers and a pool of writers (the
+/// same pool on PostgreSQL; one connection on SQLite, which serialises writes).
+pub struct SqlStore<D: Dialect> {
+    reader: Pool<Db<D>>,
+    writer: Pool<Db<D>>,
+    statements: Arc<AtomicU64>,
+    dialect: PhantomData<D>,
+}
+
+impl<D: Dialect> std::fmt::Debug for SqlStore<D> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqlStore")
+            .field("backend", &D::BACKEND)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<D: Dialect> Clone for SqlStore<D> {
+    fn clone(&self) -> Self {
+        Self {
+            reader: self.reader.clone(),
+            writer: self.writer.clone(),
+            statements: self.statements.clone(),
+            dialect: PhantomData,
+        }
+    }
+}
+
+impl<D: Dialect> SqlStore<D> {
+    pub(crate) fn from_pools(reader: Pool<Db<D>>, writer: Pool<Db<D>>) -> Self {
+        Self {
+            reader,
+            writer,
+            statements: Arc::new(AtomicU64::new(0)),
+            dialect: PhantomData,
+        }
+    }
+
+    /// SQL statements this store (and its clones) has run so far, for tests and diagnostics
+    /// that bound the work of one request.
+    pub fn statements_run(&self) -> u64 {
+        self.statements.load(Ordering::Relaxed)
+    }
+
+    pub(crate) async fn read(&self) -> StoreResult<Session<D>> {
+        Ok(Session {
+            held: Held::Pooled(self.reader.acquire().await?),
+            statements: self.statements.clone(),
+        })
+    }
+
+    pub(crate) async fn write(&self) -> StoreResult<Session<D>> {
+        Ok(Session {
+            held: Held::Tx(self.writer.begin().await?),
+            statements: self.statements.clone(),
+        })
+    }
+
+    /// Applies pending migrations in one transaction (under the dialect's migration lock).
+    pub async fn migrate(&self) -> StoreResult<()> {
+        migrations::migrate(self).await
+    }
+
+    /// True when every migration this binary embeds has been applied (an operator can refuse
+    /// to start a node on a schema that is behind instead of migrating it).
+    pub async fn schema_is_current(&self) -> StoreResult<bool> {
+        migrations::schema_is_current(self).await
+    }
+
+    /// Closes the pools, waiting for checked-out connections to come back.
+    pub async fn close(&self) {
+        self.reader.close().await;
+        self.writer.close().await;
+    }
+}

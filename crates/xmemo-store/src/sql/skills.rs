@@ -1,0 +1,657 @@
+//! Skills, their append-only revisions and content-addressed components.
+
+use super::rows::{self, COMPONENT_COLUMNS, REVISION_SELECT, SKILL_SELECT};
+use super::{Dialect, Session, SqlStore, Stmt, audit, in_list, to_i64};
+use crate::model::*;
+use crate::{Record, StoreError, StoreResult};
+use std::collections::BTreeMap;
+use xmemo_core::{AssetStatus, RevisionStatus, new_id};
+
+// ---- reads ---------------------------------------------------------------------------------
+
+async fn skill_in<D: Dialect>(s: &mut Session<D>, skill_id: &str) -> StoreResult<Option<Skill>> {
+    let row = s
+        .optional(Stmt::new(format!("{SKILL_SELECT} WHERE s.skill_id = $1")).bind(skill_id))
+        .await?;
+    row.map(|r| rows::skill(&r)).transpose()
+}
+
+async fn existing_skill<D: Dialect>(s: &mut Session<D>, skill_id: &str) -> StoreResult<Skill> {
+    skill_in(s, skill_id)
+        .await?
+        .ok_or_else(|| StoreError::NotFound(format!("skill {skill_id}")))
+}
+
+/// Revisions matching `clause` (its placeholders start at `$1`), with their components read
+/// in one more statement.
+async fn revisions_where<D: Dialect>(
+    s: &mut Session<D>,
+    stmt: Stmt<'_>,
+) -> StoreResult<Vec<Revision>> {
+    let rows = s.all(stmt).await?;
+    let ids: Vec<String> = rows
+        .iter()
+        .map(|r| r.text("revision_id"))
+        .collect::<StoreResult<_>>()?;
+    let mut components = components_of(s, &ids).await?;
+    rows.iter()
+        .zip(&ids)
+        .map(|(r, id)| rows::revision(r, components.remove(id).unwrap_or_default()))
+        .collect()
+}
+
+/// Components of the given revisions, by revision, each list in logical-path order.
+async fn components_of<D: Dialect>(
+    s: &mut Session<D>,
+    revision_ids: &[String],
+) -> StoreResult<BTreeMap<String, Vec<ComponentManifest>>> {
+    let mut out: BTreeMap<String, Vec<ComponentManifest>> = BTreeMap::new();
+    if revision_ids.is_empty() {
+        return Ok(out);
+    }
+    let sql = format!(
+        "SELECT {COMPONENT_COLUMNS} FROM revision_components c WHERE c.revision_id IN ({}) ORDER BY c.revision_id, c.logical_path",
+        in_list(1, revision_ids.len())
+    );
+    for row in s.all(Stmt::new(sql).bind_all(revision_ids)).await? {
+        out.entry(row.text("revision_id")?)
+            .or_default()
+            .push(rows::component(&row)?);
+    }
+    Ok(out)
+}
+
+async fn one_revision<D: Dialect>(
+    s: &mut Session<D>,
+    stmt: Stmt<'_>,
+) -> StoreResult<Option<Revision>> {
+    Ok(revisions_where(s, stmt).await?.into_iter().next())
+}
+
+async fn revision_in<D: Dialect>(s: &mut Session<D>, revision_id: &str) -> StoreResult<Revision> {
+    one_revision(
+        s,
+        Stmt::new(format!("{REVISION_SELECT} WHERE revision_id = $1")).bind(revision_id),
+    )
+    .await?
+    .ok_or_else(|| StoreError::NotFound(format!("revision {revision_id}")))
+}
+
+pub async fn get_skill<D: Dialect>(store: &SqlStore<D>, id: &str) -> StoreResult<Option<Skill>> {
+    skill_in(&mut store.read().await?, id).await
+}
+
+pub async fn find_skills_by_slug<D: Dialect>(
+    store: &SqlStore<D>,
+    workspace_ids: &[String],
+    slug: &str,
+) -> StoreResult<Vec<Skill>> {
+    if workspace_ids.is_empty() {
+        return Ok(vec![]);
+    }
+    let sql = format!(
+        "{SKILL_SELECT} WHERE s.slug = $1 AND s.workspace_id IN ({}) ORDER BY s.workspace_id",
+        in_list(2, workspace_ids.len())
+    );
+    let mut s = store.read().await?;
+    s.all(Stmt::new(sql).bind(slug).bind_all(workspace_ids))
+        .await?
+        .iter()
+        .map(rows::skill)
+        .collect()
+}
+
+pub async fn list_skills<D: Dialect>(
+    store: &SqlStore<D>,
+    workspace_ids: &[String],
+) -> StoreResult<Vec<Skill>> {
+    if workspace_ids.is_empty() {
+        return Ok(vec![]);
+    }
+    let sql = format!(
+        "{SKILL_SELECT} WHERE s.workspace_id IN ({}) ORDER BY s.slug, s.workspace_id",
+        in_list(1, workspace_ids.len())
+    );
+    let mut s = store.read().await?;
+    s.all(Stmt::new(sql).bind_all(workspace_ids))
+        .await?
+        .iter()
+        .map(rows::skill)
+        .collect()
+}
+
+pub async fn served_skills<D: Dialect>(
+    store: &SqlStore<D>,
+    page: &ServedPage,
+) -> StoreResult<Vec<ServedSkill>> {
+    if page.workspace_ids.is_empty() || page.limit == 0 {
+        return Ok(vec![]);
+    }
+    let n = page.workspace_ids.len();
+    let mut sql = format!(
+        "{SKILL_SELECT} JOIN revisions p ON p.skill_id = s.skill_id AND p.status = 'published'
+         WHERE s.asset_status = 'active' AND s.workspace_id IN ({})",
+        in_list(1, n)
+    );
+    if page.after.is_some() {
+        sql.push_str(&format!(
+            " AND (s.workspace_id > ${a} OR (s.workspace_id = ${a} AND s.slug > ${b}))",
+            a = n + 1,
+            b = n + 2
+        ));
+    }
+    sql.push_str(&format!(
+        " ORDER BY s.workspace_id, s.slug LIMIT ${}",
+        if page.after.is_some() { n + 3 } else { n + 1 }
+    ));
+    let mut stmt = Stmt::new(sql).bind_all(&page.workspace_ids);
+    if let Some(after) = &page.after {
+        stmt = stmt.bind(&after.workspace_id).bind(&after.slug);
+    }
+    let stmt = stmt.bind(i64::from(page.limit));
+    let mut s = store.read().await?;
+    let skills: Vec<Skill> = s.all(stmt).await?.iter().map(rows::skill).collect::<StoreResult<_>>()?;
+    let ids: Vec<String> = skills
+        .iter()
+        .filter_map(|k| k.published_revision_id.clone())
+        .collect();
+    let mut revisions: BTreeMap<String, Revision> = revisions_by_id(&mut s, &ids)
+        .await?
+        .into_iter()
+        .map(|r| (r.revision_id.clone(), r))
+        .collect();
+    Ok(skills
+        .into_iter()
+        .filter_map(|skill| {
+            let revision = revisions.remove(skill.published_revision_id.as_deref()?)?;
+            Some(ServedSkill { skill, revision })
+        })
+        .collect())
+}
+
+async fn revisions_by_id<D: Dialect>(
+    s: &mut Session<D>,
+    ids: &[String],
+) -> StoreResult<Vec<Revision>> {
+    if ids.is_empty() {
+        return Ok(vec![]);
+    }
+    let sql = format!(
+        "{REVISION_SELECT} WHERE revision_id IN ({}) ORDER BY revision_id",
+        in_list(1, ids.len())
+    );
+    revisions_where(s, Stmt::new(sql).bind_all(ids)).await
+}
+
+pub async fn get_revision<D: Dialect>(
+    store: &SqlStore<D>,
+    revision_id: &str,
+) -> StoreResult<Option<Revision>> {
+    let sql = format!("{REVISION_SELECT} WHERE revision_id = $1");
+    one_revision(&mut store.read().await?, Stmt::new(sql).bind(revision_id)).await
+}
+
+pub async fn latest_revision<D: Dialect>(
+    store: &SqlStore<D>,
+    skill_id: &str,
+) -> StoreResult<Option<Revision>> {
+    let sql = format!("{REVISION_SELECT} WHERE skill_id = $1 ORDER BY revision_number DESC LIMIT 1");
+    one_revision(&mut store.read().await?, Stmt::new(sql).bind(skill_id)).await
+}
+
+pub async fn published_revision<D: Dialect>(
+    store: &SqlStore<D>,
+    skill_id: &str,
+) -> StoreResult<Option<Revision>> {
+    let sql = format!("{REVISION_SELECT} WHERE skill_id = $1 AND status = 'published'");
+    one_revision(&mut store.read().await?, Stmt::new(sql).bind(skill_id)).await
+}
+
+pub async fn list_revisions<D: Dialect>(
+    store: &SqlStore<D>,
+    skill_id: &str,
+) -> StoreResult<Vec<Revision>> {
+    let sql = format!("{REVISION_SELECT} WHERE skill_id = $1 ORDER BY revision_number");
+    revisions_where(&mut store.read().await?, Stmt::new(sql).bind(skill_id)).await
+}
+
+pub async fn component_bytes<D: Dialect>(
+    store: &SqlStore<D>,
+    revision_id: &str,
+    logical_path: &str,
+) -> StoreResult<Option<(ComponentManifest, Vec<u8>)>> {
+    let sql = format!(
+        "SELECT {COMPONENT_COLUMNS}, b.bytes FROM revision_components c JOIN blobs b ON b.content_hash = c.content_hash
+         WHERE c.revision_id = $1 AND c.logical_path = $2"
+    );
+    let mut s = store.read().await?;
+    let row = s
+        .optional(Stmt::new(sql).bind(revision_id).bind(logical_path))
+        .await?;
+    row.map(|r| Ok((rows::component(&r)?, r.bytes("bytes")?)))
+        .transpose()
+}
+
+// ---- saves ---------------------------------------------------------------------------------
+
+/// What a save does, decided from the skill's latest revision.
+#[derive(Debug, PartialEq, Eq)]
+enum SaveDecision {
+    /// The content equals the latest revision's: nothing is written, that revision answers.
+    Unchanged(String),
+    Append,
+}
+
+/// The optimistic-concurrency and dedupe rules of a save (SPEC §1, §4).
+fn decide(
+    slug: &str,
+    expected: Option<&str>,
+    latest: Option<(&str, &str)>,
+    new_hash: &str,
+) -> StoreResult<SaveDecision> {
+    let latest_id = latest.map(|(id, _)| id);
+    match (expected, latest_id) {
+        (Some(expected), None) => {
+            return Err(StoreError::Conflict(format!(
+                "expected_revision_id `{expected}` given but skill `{slug}` does not exist yet"
+            )));
+        }
+        (Some(expected), Some(latest)) if expected != latest => {
+            return Err(StoreError::Conflict(format!(
+                "expected_revision_id `{expected}` is not the latest revision (latest is {latest})"
+            )));
+        }
+        _ => {}
+    }
+    Ok(match latest {
+        Some((id, hash)) if hash == new_hash => SaveDecision::Unchanged(id.to_string()),
+        _ => SaveDecision::Append,
+    })
+}
+
+/// The skill of this slug, created when absent, locked (where the dialect locks rows) so that
+/// revision numbers, the compare-and-set and the dedupe see the latest committed state.
+async fn lock_or_create_skill<D: Dialect>(
+    s: &mut Session<D>,
+    save: &SaveRevision,
+    at: &str,
+) -> StoreResult<String> {
+    let lock = || {
+        Stmt::new(format!(
+            "SELECT skill_id FROM skills WHERE workspace_id = $1 AND slug = $2{}",
+            D::LOCK_ROWS
+        ))
+        .bind(&save.workspace_id)
+        .bind(&save.slug)
+    };
+    if let Some(row) = s.optional(lock()).await? {
+        return row.text("skill_id");
+    }
+    // A concurrent creator (any node) makes this wait for its commit and then do nothing;
+    // the skill is then locked and appended to like an existing one.
+    let inserted = s
+        .optional(
+            Stmt::new(
+                "INSERT INTO skills (skill_id, workspace_id, slug, name, description, asset_status, latest_revision_number, created_at, updated_at)
+                 VALUES ($1,$2,$3,$4,$5,'active',0,$6,$6)
+                 ON CONFLICT (workspace_id, slug) DO NOTHING RETURNING skill_id",
+            )
+            .bind(new_id("skill").as_str())
+            .bind(&save.workspace_id)
+            .bind(&save.slug)
+            .bind(&save.name)
+            .bind(&save.description)
+            .bind(at),
+        )
+        .await?;
+    match inserted {
+        Some(row) => row.text("skill_id"),
+        None => match s.optional(lock()).await? {
+            Some(row) => row.text("skill_id"),
+            None => Err(StoreError::Contention(format!(
+                "skill `{}` changed concurrently, try again",
+                save.slug
+            ))),
+        },
+    }
+}
+
+/// Moves the skill's published revision (if any) to deprecated: the one-published rule.
+async fn deprecate_published<D: Dialect>(
+    s: &mut Session<D>,
+    skill_id: &str,
+    at: &str,
+) -> StoreResult<()> {
+    s.execute(
+        Stmt::new("UPDATE revisions SET status = 'deprecated', status_changed_at = $1 WHERE skill_id = $2 AND status = 'published'")
+            .bind(at)
+            .bind(skill_id),
+    )
+    .await?;
+    Ok(())
+}
+
+pub async fn save_revision<D: Dialect>(
+    store: &SqlStore<D>,
+    save: SaveRevision,
+) -> StoreResult<SaveOutcome> {
+    let at = now();
+    let mut s = store.write().await?;
+    let skill_id = lock_or_create_skill(&mut s, &save, &at).await?;
+    let latest = s
+        .optional(
+            Stmt::new("SELECT revision_id, canonical_hash FROM revisions WHERE skill_id = $1 ORDER BY revision_number DESC LIMIT 1")
+                .bind(&skill_id),
+        )
+        .await?
+        .map(|r| Ok::<_, StoreError>((r.text("revision_id")?, r.text("canonical_hash")?)))
+        .transpose()?;
+    let latest_ref = latest.as_ref().map(|(id, h)| (id.as_str(), h.as_str()));
+    let decision = decide(
+        &save.slug,
+        save.expected_revision_id.as_deref(),
+        latest_ref,
+        &save.canonical_hash,
+    )?;
+    if let SaveDecision::Unchanged(revision_id) = decision {
+        // Nothing is written: the transaction rolls back when dropped.
+        return Ok(SaveOutcome {
+            skill: existing_skill(&mut s, &skill_id).await?,
+            revision: revision_in(&mut s, &revision_id).await?,
+            created: false,
+        });
+    }
+
+    let number = s
+        .one(
+            Stmt::new("UPDATE skills SET latest_revision_number = latest_revision_number + 1, name = $1, description = $2, updated_at = $3 WHERE skill_id = $4 RETURNING latest_revision_number")
+                .bind(&save.name)
+                .bind(&save.description)
+                .bind(at.as_str())
+                .bind(&skill_id),
+            "skill",
+        )
+        .await?
+        .int("latest_revision_number")?;
+    if save.status == RevisionStatus::Published {
+        deprecate_published(&mut s, &skill_id, &at).await?;
+    }
+    let revision = Revision {
+        revision_id: new_id("rev"),
+        skill_id: skill_id.clone(),
+        revision_number: number,
+        name: save.name.clone(),
+        description: save.description.clone(),
+        instruction_body: save.instruction_body.clone(),
+        metadata: save.metadata.clone(),
+        canonical_hash: save.canonical_hash.clone(),
+        status: save.status,
+        review_note: None,
+        components: sorted_manifests(&save.components),
+        attribution: save.attribution.clone(),
+        created_at: at.clone(),
+        status_changed_at: at.clone(),
+        source: save.source.clone(),
+    };
+    insert_revision(&mut s, &revision).await?;
+    // Blobs in content-hash order, so two saves sharing blobs never wait on each other in
+    // opposite orders.
+    let blobs: BTreeMap<&str, &[u8]> = save
+        .components
+        .iter()
+        .map(|c| (c.manifest.content_hash.as_str(), c.content.as_slice()))
+        .collect();
+    for (hash, bytes) in blobs {
+        insert_blob(&mut s, hash, bytes, "ON CONFLICT (content_hash) DO NOTHING").await?;
+    }
+    insert_components(&mut s, &revision).await?;
+    if save.status == RevisionStatus::Published {
+        refresh_search_row(&mut s, &skill_id).await?;
+    }
+    let audit = AuditDraft::new("skill.save", &save.attribution)
+        .workspace(&save.workspace_id)
+        .skill(&skill_id)
+        .revision(&revision.revision_id)
+        .details(serde_json::json!({
+            "slug": save.slug,
+            "revision_number": number,
+            "status": save.status,
+            "canonical_hash": save.canonical_hash,
+        }));
+    audit::append(&mut s, &audit).await?;
+    let skill = existing_skill(&mut s, &skill_id).await?;
+    s.commit().await?;
+    Ok(SaveOutcome {
+        skill,
+        revision,
+        created: true,
+    })
+}
+
+/// Components as a read returns them: in logical-path (byte) order.
+fn sorted_manifests(components: &[NewComponent]) -> Vec<ComponentManifest> {
+    let mut out: Vec<ComponentManifest> = components.iter().map(|c| c.manifest.clone()).collect();
+    out.sort_by(|a, b| a.logical_path.cmp(&b.logical_path));
+    out
+}
+
+/// One revision row as given (saves and snapshot imports); components are inserted apart.
+pub async fn insert_revision<D: Dialect>(s: &mut Session<D>, r: &Revision) -> StoreResult<()> {
+    let a = &r.attribution;
+    s.execute(
+        Stmt::new("INSERT INTO revisions (revision_id, skill_id, revision_number, name, description, instruction_body, metadata, canonical_hash, status, review_note, account_id, credential_id, client_profile, agent_id, agent_instance_id, created_at, status_changed_at, source) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18)")
+            .bind(&r.revision_id)
+            .bind(&r.skill_id)
+            .bind(r.revision_number)
+            .bind(&r.name)
+            .bind(&r.description)
+            .bind(&r.instruction_body)
+            .bind(serde_json::Value::Object(r.metadata.clone()).to_string().as_str())
+            .bind(&r.canonical_hash)
+            .bind(r.status.as_str())
+            .bind(&r.review_note)
+            .bind(&a.account_id)
+            .bind(&a.credential_id)
+            .bind(&a.client_profile)
+            .bind(&a.agent_id)
+            .bind(&a.agent_instance_id)
+            .bind(&r.created_at)
+            .bind(&r.status_changed_at)
+            .bind(r.source.as_ref().map(|v| v.to_string()).as_deref()),
+    )
+    .await?;
+    Ok(())
+}
+
+pub async fn insert_components<D: Dialect>(s: &mut Session<D>, r: &Revision) -> StoreResult<()> {
+    for c in &r.components {
+        s.execute(
+            Stmt::new("INSERT INTO revision_components (revision_id, logical_path, path_folded, component_type, content_hash, size, media_type) VALUES ($1,$2,$3,$4,$5,$6,$7)")
+                .bind(&r.revision_id)
+                .bind(&c.logical_path)
+                .bind(c.logical_path.to_lowercase().as_str())
+                .bind(c.component_type.as_str())
+                .bind(&c.content_hash)
+                .bind(to_i64(c.size, "component size")?)
+                .bind(&c.media_type),
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// `on_conflict` is empty for snapshot imports (a duplicate there is a broken snapshot).
+pub async fn insert_blob<D: Dialect>(
+    s: &mut Session<D>,
+    hash: &str,
+    bytes: &[u8],
+    on_conflict: &'static str,
+) -> StoreResult<()> {
+    let size = to_i64(bytes.len() as u64, "blob size")?;
+    s.execute(
+        Stmt::new(format!(
+            "INSERT INTO blobs (content_hash, size, bytes) VALUES ($1, $2, $3) {on_conflict}"
+        ))
+        .bind(hash)
+        .bind(size)
+        .bind(bytes),
+    )
+    .await?;
+    Ok(())
+}
+
+// ---- lifecycle -----------------------------------------------------------------------------
+
+pub async fn change_revision_status<D: Dialect>(
+    store: &SqlStore<D>,
+    change: StatusChange,
+) -> StoreResult<Revision> {
+    let conflict = || {
+        StoreError::Conflict(format!(
+            "revision `{}` is no longer {}",
+            change.revision_id, change.from
+        ))
+    };
+    let mut s = store.write().await?;
+    let Some(row) = s
+        .optional(
+            Stmt::new("SELECT skill_id FROM revisions WHERE revision_id = $1")
+                .bind(&change.revision_id),
+        )
+        .await?
+    else {
+        return Err(conflict());
+    };
+    let skill_id = row.text("skill_id")?;
+    // Every status write of a skill's revisions happens under its row lock, so the check
+    // below sees the latest committed status and concurrent publishes serialise.
+    if !D::LOCK_ROWS.is_empty() {
+        s.execute(
+            Stmt::new(format!(
+                "SELECT 1 FROM skills WHERE skill_id = $1{}",
+                D::LOCK_ROWS
+            ))
+            .bind(&skill_id),
+        )
+        .await?;
+    }
+    let status: RevisionStatus = s
+        .one(
+            Stmt::new("SELECT status FROM revisions WHERE revision_id = $1")
+                .bind(&change.revision_id),
+            "revision",
+        )
+        .await?
+        .parsed("status")?;
+    if status != change.from {
+        return Err(conflict());
+    }
+    let at = now();
+    if change.to == RevisionStatus::Published {
+        deprecate_published(&mut s, &skill_id, &at).await?;
+    }
+    s.execute(
+        Stmt::new("UPDATE revisions SET status = $1, review_note = COALESCE($2, review_note), status_changed_at = $3 WHERE revision_id = $4")
+            .bind(change.to.as_str())
+            .bind(&change.review_note)
+            .bind(at.as_str())
+            .bind(&change.revision_id),
+    )
+    .await?;
+    touch_skill(&mut s, &skill_id, &at).await?;
+    refresh_search_row(&mut s, &skill_id).await?;
+    audit::append(&mut s, &change.audit).await?;
+    let revision = revision_in(&mut s, &change.revision_id).await?;
+    s.commit().await?;
+    Ok(revision)
+}
+
+async fn touch_skill<D: Dialect>(s: &mut Session<D>, skill_id: &str, at: &str) -> StoreResult<u64> {
+    s.execute(
+        Stmt::new("UPDATE skills SET updated_at = $1 WHERE skill_id = $2")
+            .bind(at)
+            .bind(skill_id),
+    )
+    .await
+}
+
+pub async fn set_asset_status<D: Dialect>(
+    store: &SqlStore<D>,
+    skill_id: &str,
+    status: AssetStatus,
+    audit: AuditDraft,
+) -> StoreResult<Skill> {
+    let mut s = store.write().await?;
+    let changed = s
+        .execute(
+            Stmt::new("UPDATE skills SET asset_status = $1, updated_at = $2 WHERE skill_id = $3")
+                .bind(status.as_str())
+                .bind(&now())
+                .bind(skill_id),
+        )
+        .await?;
+    if changed == 0 {
+        return Err(StoreError::NotFound(format!("skill {skill_id}")));
+    }
+    refresh_search_row(&mut s, skill_id).await?;
+    audit::append(&mut s, &audit).await?;
+    let skill = existing_skill(&mut s, skill_id).await?;
+    s.commit().await?;
+    Ok(skill)
+}
+
+// ---- Level 0 -------------------------------------------------------------------------------
+
+/// Rewrites the skill's Level 0 row from its current state (callers hold the skill row lock).
+pub async fn refresh_search_row<D: Dialect>(s: &mut Session<D>, skill_id: &str) -> StoreResult<()> {
+    s.execute(Stmt::new(D::SEARCH_DELETE).bind(skill_id)).await?;
+    s.execute(Stmt::new(D::SEARCH_INSERT).bind(skill_id)).await?;
+    Ok(())
+}
+
+pub async fn search<D: Dialect>(
+    store: &SqlStore<D>,
+    query: &SearchQuery,
+) -> StoreResult<Vec<Descriptor>> {
+    if query.workspace_ids.is_empty() {
+        return Ok(vec![]);
+    }
+    let Some(stmt) = D::search_statement(query) else {
+        return Ok(vec![]);
+    };
+    let mut s = store.read().await?;
+    s.all(stmt)
+        .await?
+        .iter()
+        .map(|r| {
+            Ok(Descriptor {
+                skill_id: r.text("skill_id")?,
+                slug: r.text("slug")?,
+                name: r.text("name")?,
+                description: r.text("description")?,
+                workspace_id: r.text("workspace_id")?,
+                score: crate::search::score(r.flag("exact")?, r.float("relevance")?),
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{SaveDecision, decide};
+
+    #[test]
+    fn save_decisions() {
+        assert_eq!(decide("s", None, None, "h").ok(), Some(SaveDecision::Append));
+        assert_eq!(
+            decide("s", None, Some(("r1", "h")), "h").ok(),
+            Some(SaveDecision::Unchanged("r1".into()))
+        );
+        assert_eq!(
+            decide("s", Some("r1"), Some(("r1", "x")), "h").ok(),
+            Some(SaveDecision::Append)
+        );
+        assert!(decide("s", Some("r0"), Some(("r1", "x")), "h").is_err());
+        assert!(decide("s", Some("r0"), None, "h").is_err());
+    }
+}

@@ -1,0 +1,165 @@
+//! [`Store`] for every [`SqlStore`]: each method is one function of the core modules.
+
+use super::{Dialect, SqlStore, Stmt, accounts, audit, rows, skills, snapshot};
+use crate::model::*;
+use crate::{Record, Store, StoreResult};
+use async_trait::async_trait;
+use std::collections::BTreeMap;
+use xmemo_core::{AssetStatus, Role};
+
+#[async_trait]
+impl<D: Dialect> Store for SqlStore<D> {
+    fn backend(&self) -> &'static str {
+        D::BACKEND
+    }
+
+    async fn ping(&self) -> StoreResult<()> {
+        self.read().await?.execute(Stmt::new("SELECT 1")).await?;
+        Ok(())
+    }
+
+    async fn create_account(&self, new: NewAccount, audit: AuditDraft) -> StoreResult<Account> {
+        accounts::create_account(self, new, audit).await
+    }
+    async fn get_account(&self, account_id: &str) -> StoreResult<Option<Account>> {
+        accounts::get_account(self, account_id).await
+    }
+    async fn find_account_by_handle(&self, handle: &str) -> StoreResult<Option<Account>> {
+        accounts::find_account_by_handle(self, handle).await
+    }
+    async fn list_accounts(&self) -> StoreResult<Vec<Account>> {
+        accounts::list_accounts(self).await
+    }
+    async fn count_accounts(&self) -> StoreResult<u64> {
+        accounts::count_accounts(self).await
+    }
+    async fn create_team(&self, new: NewTeam, audit: AuditDraft) -> StoreResult<Workspace> {
+        accounts::create_team(self, new, audit).await
+    }
+    async fn get_workspace(&self, workspace_id: &str) -> StoreResult<Option<Workspace>> {
+        accounts::get_workspace(self, workspace_id).await
+    }
+    async fn find_team_by_handle(&self, handle: &str) -> StoreResult<Option<Workspace>> {
+        accounts::find_team_by_handle(self, handle).await
+    }
+    async fn memberships(&self, account_id: &str) -> StoreResult<Vec<Membership>> {
+        accounts::memberships(self, account_id).await
+    }
+    async fn list_members(&self, workspace_id: &str) -> StoreResult<Vec<Member>> {
+        accounts::list_members(self, workspace_id).await
+    }
+    async fn put_member(
+        &self,
+        workspace_id: &str,
+        account_id: &str,
+        role: Role,
+        audit: AuditDraft,
+    ) -> StoreResult<()> {
+        accounts::put_member(self, workspace_id, account_id, role, audit).await
+    }
+    async fn remove_member(
+        &self,
+        workspace_id: &str,
+        account_id: &str,
+        audit: AuditDraft,
+    ) -> StoreResult<bool> {
+        accounts::remove_member(self, workspace_id, account_id, audit).await
+    }
+
+    async fn create_api_key(&self, new: NewApiKey, audit: AuditDraft) -> StoreResult<ApiKey> {
+        accounts::create_api_key(self, new, audit).await
+    }
+    async fn find_api_key_by_hash(&self, key_hash: &str) -> StoreResult<Option<ApiKey>> {
+        accounts::find_api_key_by_hash(self, key_hash).await
+    }
+    async fn list_api_keys(&self, account_id: &str) -> StoreResult<Vec<ApiKey>> {
+        accounts::list_api_keys(self, account_id).await
+    }
+    async fn revoke_api_key(
+        &self,
+        account_id: &str,
+        key_id: &str,
+        audit: AuditDraft,
+    ) -> StoreResult<bool> {
+        accounts::revoke_api_key(self, account_id, key_id, audit).await
+    }
+
+    async fn get_skill(&self, skill_id: &str) -> StoreResult<Option<Skill>> {
+        skills::get_skill(self, skill_id).await
+    }
+    async fn find_skills_by_slug(
+        &self,
+        workspace_ids: &[String],
+        slug: &str,
+    ) -> StoreResult<Vec<Skill>> {
+        skills::find_skills_by_slug(self, workspace_ids, slug).await
+    }
+    async fn list_skills(&self, workspace_ids: &[String]) -> StoreResult<Vec<Skill>> {
+        skills::list_skills(self, workspace_ids).await
+    }
+    async fn served_skills(&self, page: &ServedPage) -> StoreResult<Vec<ServedSkill>> {
+        skills::served_skills(self, page).await
+    }
+    async fn save_revision(&self, save: SaveRevision) -> StoreResult<SaveOutcome> {
+        skills::save_revision(self, save).await
+    }
+    async fn get_revision(&self, revision_id: &str) -> StoreResult<Option<Revision>> {
+        skills::get_revision(self, revision_id).await
+    }
+    async fn latest_revision(&self, skill_id: &str) -> StoreResult<Option<Revision>> {
+        skills::latest_revision(self, skill_id).await
+    }
+    async fn published_revision(&self, skill_id: &str) -> StoreResult<Option<Revision>> {
+        skills::published_revision(self, skill_id).await
+    }
+    async fn list_revisions(&self, skill_id: &str) -> StoreResult<Vec<Revision>> {
+        skills::list_revisions(self, skill_id).await
+    }
+    async fn component_bytes(
+        &self,
+        revision_id: &str,
+        logical_path: &str,
+    ) -> StoreResult<Option<(ComponentManifest, Vec<u8>)>> {
+        skills::component_bytes(self, revision_id, logical_path).await
+    }
+    async fn change_revision_status(&self, change: StatusChange) -> StoreResult<Revision> {
+        skills::change_revision_status(self, change).await
+    }
+    async fn set_asset_status(
+        &self,
+        skill_id: &str,
+        status: AssetStatus,
+        audit: AuditDraft,
+    ) -> StoreResult<Skill> {
+        skills::set_asset_status(self, skill_id, status, audit).await
+    }
+
+    async fn search(&self, query: &SearchQuery) -> StoreResult<Vec<Descriptor>> {
+        skills::search(self, query).await
+    }
+
+    async fn append_audit(&self, draft: AuditDraft) -> StoreResult<()> {
+        audit::append_alone(self, &draft).await
+    }
+    async fn list_audit(&self, filter: &AuditFilter) -> StoreResult<Vec<AuditEntry>> {
+        audit::list(self, filter).await
+    }
+
+    async fn import_snapshot(&self, snap: &crate::snapshot::Snapshot) -> StoreResult<()> {
+        snapshot::import(self, snap).await
+    }
+
+    async fn table_counts(&self) -> StoreResult<BTreeMap<String, u64>> {
+        let mut s = self.read().await?;
+        let mut out = BTreeMap::new();
+        let tables = rows::TABLES.iter().map(|t| (*t, *t));
+        for (name, table) in tables.chain([("skills_fts", D::SEARCH_TABLE)]) {
+            let n = s
+                .one(Stmt::new(format!("SELECT COUNT(*) AS n FROM {table}")), "count")
+                .await?
+                .int("n")?;
+            out.insert(name.to_string(), super::driver::to_u64(n, "row count")?);
+        }
+        Ok(out)
+    }
+}
