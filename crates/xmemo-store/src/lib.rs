@@ -13,8 +13,8 @@ pub mod sqlite;
 
 use async_trait::async_trait;
 pub use error::StoreError;
-pub use sql::{Record, SqlStore};
 pub use model::*;
+pub use sql::{Record, SqlStore};
 use std::collections::BTreeMap;
 use xmemo_core::{AssetStatus, Role};
 
@@ -27,6 +27,9 @@ pub trait Store: Send + Sync + 'static {
     /// Backend name for diagnostics (`sqlite`, `postgres`).
     fn backend(&self) -> &'static str;
     async fn ping(&self) -> StoreResult<()>;
+    /// SQL statements this store has run so far: tests and diagnostics bound the work of one
+    /// request with it.
+    fn statements_run(&self) -> u64;
 
     // Audit drafts are the caller's: the store fills in only the identifiers it allocates
     // (the new account's `account_id` and personal workspace, a new key's `key_id`).
@@ -84,6 +87,12 @@ pub trait Store: Send + Sync + 'static {
     /// One page of served skills with their published revisions, in a bounded number of
     /// statements whatever the page size.
     async fn served_skills(&self, page: &ServedPage) -> StoreResult<Vec<ServedSkill>>;
+    /// Which of `slugs` name skills in more than one of the given workspaces.
+    async fn shared_slugs(
+        &self,
+        workspace_ids: &[String],
+        slugs: &[String],
+    ) -> StoreResult<Vec<String>>;
     /// Atomically: create the skill when absent, check `expected_revision_id`, return the
     /// latest revision unchanged when its canonical_hash equals the new one, else store blobs,
     /// the revision with the next number and its components, apply the publish side effect

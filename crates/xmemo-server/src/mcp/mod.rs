@@ -8,6 +8,7 @@
 //! [`profiles::Profile`], skills through [`skills_ext`]; every rule lives in the service layer.
 
 pub mod auth;
+mod errors;
 pub mod profiles;
 mod prompts;
 pub mod skills_ext;
@@ -178,11 +179,12 @@ impl ServerHandler for McpHandler {
 
     async fn list_prompts(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListPromptsResult, ErrorData> {
         let caller = caller(&ctx)?;
-        prompts::list(&self.service, &caller.principal).await
+        let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
+        prompts::list(&self.service, &caller.principal, cursor).await
     }
 
     async fn get_prompt(

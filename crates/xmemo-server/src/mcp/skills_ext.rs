@@ -8,10 +8,10 @@
 //! as the extension requires (the URI's last segment and an Agent Skills name); its digest is
 //! the SHA-256 of exactly the bytes `resources/read` serves.
 
+use super::errors::protocol_error;
 use crate::auth::Principal;
-use crate::error::{ServiceError, ServiceResult};
-use crate::service::Service;
-use crate::service::types::{Root, SkillView};
+use crate::service::types::Root;
+use crate::service::{Served, Service};
 use base64::Engine;
 use rmcp::ErrorData;
 use rmcp::model::{
@@ -19,12 +19,11 @@ use rmcp::model::{
     SkillFrontmatter, SkillResource, SkillResources,
 };
 use serde_json::{Map, Value};
-use xmemo_core::AssetStatus;
 
 pub const SCHEME: &str = "skill://";
 pub const SKILL_MD: &str = "SKILL.md";
 /// Skills per `skills/list` / `resources/list` page.
-pub const PAGE_SIZE: usize = 50;
+pub const PAGE_SIZE: u32 = 50;
 
 /// A parsed `skill://<workspace>/<slug>/<file>` URI.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -251,27 +250,37 @@ fn yaml_quoted(s: &str, out: &mut String) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Catalog: what the caller is served
+// Catalog: what the service serves the caller, as extension entries and resources
 
-/// A published skill with the revision it serves.
-pub struct Served {
-    pub view: SkillView,
+/// A served skill with its rendered `SKILL.md`.
+pub struct Entry {
     pub root: Root,
     pub skill_md: String,
 }
 
-impl Served {
+impl From<Served> for Entry {
+    fn from(served: Served) -> Self {
+        let skill_md = render_skill_md(&served.root.slug, &served.root);
+        Self {
+            root: served.root,
+            skill_md,
+        }
+    }
+}
+
+impl Entry {
     pub fn skill_md_uri(&self) -> String {
-        skill_md_uri(&self.view.workspace, &self.view.slug)
+        skill_md_uri(&self.root.workspace, &self.root.slug)
+    }
+
+    fn file_uri(&self, logical_path: &str) -> String {
+        file_uri(&self.root.workspace, &self.root.slug, logical_path)
     }
 
     pub fn entry(&self) -> Skill {
-        let fm = frontmatter(&self.view.slug, &self.root);
-        let mut frontmatter = SkillFrontmatter::new(&self.view.slug, &self.root.description);
-        for (k, v) in fm {
-            if k != "name" && k != "description" {
-                frontmatter = frontmatter.with_field(k, v);
-            }
+        let mut frontmatter = SkillFrontmatter::new(&self.root.slug, &self.root.description);
+        for (k, v) in extra_fields(&self.root) {
+            frontmatter = frontmatter.with_field(k, v);
         }
         let mut files = vec![SkillResource::from_bytes(
             self.skill_md_uri(),
@@ -279,7 +288,7 @@ impl Served {
         )];
         for c in &self.root.resources {
             files.push(SkillResource::new(
-                file_uri(&self.view.workspace, &self.view.slug, &c.logical_path),
+                self.file_uri(&c.logical_path),
                 format!("sha256:{}", c.content_hash),
                 c.size,
             ));
@@ -293,7 +302,7 @@ impl Served {
 
     pub fn resources(&self) -> Vec<Resource> {
         let mut out = vec![
-            Resource::new(self.skill_md_uri(), self.view.slug.clone())
+            Resource::new(self.skill_md_uri(), self.root.slug.clone())
                 .with_title(self.root.name.clone())
                 .with_description(self.root.description.clone())
                 .with_mime_type("text/markdown")
@@ -301,100 +310,40 @@ impl Served {
         ];
         for c in &self.root.resources {
             out.push(
-                Resource::new(
-                    file_uri(&self.view.workspace, &self.view.slug, &c.logical_path),
-                    c.logical_path.clone(),
-                )
-                .with_mime_type(c.media_type.clone())
-                .with_size(c.size),
+                Resource::new(self.file_uri(&c.logical_path), c.logical_path.clone())
+                    .with_mime_type(c.media_type.clone())
+                    .with_size(c.size),
             );
         }
         out
     }
 }
 
-/// The caller's skills that are served: active, with a published revision.
-async fn served_views(service: &Service, principal: &Principal) -> ServiceResult<Vec<SkillView>> {
-    let mut views: Vec<SkillView> = service
-        .list_skills(principal, None)
-        .await?
-        .into_iter()
-        .filter(|s| s.asset_status == AssetStatus::Active && s.published_revision_id.is_some())
-        .collect();
-    views.sort_by(|a, b| (&a.workspace, &a.slug).cmp(&(&b.workspace, &b.slug)));
-    Ok(views)
-}
-
-async fn load(service: &Service, principal: &Principal, view: SkillView) -> ServiceResult<Served> {
-    let revision = view.published_revision_id.clone().ok_or_else(|| {
-        ServiceError::NotFound(format!("skill `{}` has no published revision", view.slug))
-    })?;
-    let root = service
-        .root(
-            principal,
-            &view.slug,
-            Some(&view.workspace),
-            Some(&revision),
-        )
-        .await?;
-    let skill_md = render_skill_md(&view.slug, &root);
-    Ok(Served {
-        view,
-        root,
-        skill_md,
-    })
-}
-
-/// One page of served skills, and the cursor of the next page.
-pub async fn page(
+async fn page(
     service: &Service,
     principal: &Principal,
     cursor: Option<&str>,
-) -> Result<(Vec<Served>, Option<String>), ErrorData> {
-    let start = match cursor {
-        None => 0,
-        Some(c) => c
-            .parse::<usize>()
-            .map_err(|_| ErrorData::invalid_params("invalid cursor", None))?,
-    };
-    let views = served_views(service, principal)
+) -> Result<(Vec<Entry>, Option<String>), ErrorData> {
+    let list = service
+        .served_page(principal, cursor, PAGE_SIZE)
         .await
         .map_err(protocol_error)?;
-    let next = (start + PAGE_SIZE < views.len()).then(|| (start + PAGE_SIZE).to_string());
-    let mut out = Vec::new();
-    for view in views.into_iter().skip(start).take(PAGE_SIZE) {
-        match load(service, principal, view).await {
-            Ok(served) => out.push(served),
-            // Archived or changed between the two reads: leave it out of this page.
-            Err(ServiceError::NotFound(_)) => {}
-            Err(e) => return Err(protocol_error(e)),
-        }
-    }
-    Ok((out, next))
+    Ok((
+        list.skills.into_iter().map(Entry::from).collect(),
+        list.next_cursor,
+    ))
 }
 
 /// The served skill an address names, or `None` when this caller is not served one there.
-pub async fn find(
+async fn find(
     service: &Service,
     principal: &Principal,
     addr: &SkillAddress,
 ) -> Result<Option<Served>, ErrorData> {
-    let view = match service
-        .get_skill(principal, &addr.slug, Some(&addr.workspace))
+    service
+        .served_skill(principal, Some(&addr.workspace), &addr.slug)
         .await
-    {
-        Ok(v) => v,
-        Err(ServiceError::NotFound(_) | ServiceError::Validation(..)) => return Ok(None),
-        Err(e) => return Err(protocol_error(e)),
-    };
-    if view.asset_status != AssetStatus::Active || view.published_revision_id.is_none() {
-        return Ok(None);
-    }
-    match load(service, principal, view).await {
-        Ok(s) => Ok(Some(s)),
-        Err(ServiceError::NotFound(_)) => Ok(None),
-        Err(e) => Err(protocol_error(e)),
-    }
+        .map_err(protocol_error)
 }
 
 pub async fn list_skills(
@@ -402,8 +351,8 @@ pub async fn list_skills(
     principal: &Principal,
     cursor: Option<&str>,
 ) -> Result<ListSkillsResult, ErrorData> {
-    let (served, next) = page(service, principal, cursor).await?;
-    let mut result = ListSkillsResult::with_all_items(served.iter().map(Served::entry).collect());
+    let (entries, next) = page(service, principal, cursor).await?;
+    let mut result = ListSkillsResult::with_all_items(entries.iter().map(Entry::entry).collect());
     result.next_cursor = next;
     Ok(result)
 }
@@ -413,9 +362,9 @@ pub async fn list_resources(
     principal: &Principal,
     cursor: Option<&str>,
 ) -> Result<ListResourcesResult, ErrorData> {
-    let (served, next) = page(service, principal, cursor).await?;
+    let (entries, next) = page(service, principal, cursor).await?;
     let mut result =
-        ListResourcesResult::with_all_items(served.iter().flat_map(Served::resources).collect());
+        ListResourcesResult::with_all_items(entries.iter().flat_map(Entry::resources).collect());
     result.next_cursor = next;
     Ok(result)
 }
@@ -429,14 +378,16 @@ pub async fn get_skill(
     let addr = parse_uri(uri)
         .filter(SkillAddress::is_skill_md)
         .ok_or_else(not_served)?;
-    let served = find(service, principal, &addr)
-        .await?
-        .ok_or_else(not_served)?;
-    if served.skill_md_uri() != uri {
+    let entry = Entry::from(
+        find(service, principal, &addr)
+            .await?
+            .ok_or_else(not_served)?,
+    );
+    if entry.skill_md_uri() != uri {
         // Same skill spelled differently: answer for the canonical spelling only.
         return Err(not_served());
     }
-    Ok(served.entry())
+    Ok(entry.entry())
 }
 
 pub async fn read(
@@ -448,24 +399,15 @@ pub async fn read(
     let addr = parse_uri(uri).ok_or_else(unknown)?;
     let served = find(service, principal, &addr).await?.ok_or_else(unknown)?;
     if addr.is_skill_md() {
-        let contents = ResourceContents::text(served.skill_md, uri).with_mime_type("text/markdown");
+        let entry = Entry::from(served);
+        let contents = ResourceContents::text(entry.skill_md, uri).with_mime_type("text/markdown");
         return Ok(ReadResourceResult::new(vec![contents]));
     }
-    let revision = served.root.revision_id.clone();
-    let (manifest, bytes) = match service
-        .resource_bytes(
-            principal,
-            &addr.slug,
-            Some(&addr.workspace),
-            &revision,
-            &addr.file,
-        )
+    let (manifest, bytes) = service
+        .served_component(&served, &addr.file)
         .await
-    {
-        Ok(found) => found,
-        Err(ServiceError::NotFound(_)) => return Err(unknown()),
-        Err(e) => return Err(protocol_error(e)),
-    };
+        .map_err(protocol_error)?
+        .ok_or_else(unknown)?;
     let contents = match String::from_utf8(bytes) {
         Ok(text) if !text.contains('\0') => ResourceContents::text(text, uri),
         Ok(text) => ResourceContents::blob(
@@ -479,25 +421,6 @@ pub async fn read(
     }
     .with_mime_type(manifest.media_type);
     Ok(ReadResourceResult::new(vec![contents]))
-}
-
-/// A service failure on a protocol method (no tool result to carry it): the SPEC error object
-/// travels in `data`.
-pub fn protocol_error(e: ServiceError) -> ErrorData {
-    if let ServiceError::Internal(detail) = &e {
-        tracing::error!(error = %detail, "MCP request failed");
-    }
-    let data = Some(e.to_body());
-    match e {
-        ServiceError::Validation(..) | ServiceError::TooLarge(..) => {
-            ErrorData::invalid_params(e.public_message(), data)
-        }
-        ServiceError::NotFound(_) => ErrorData::resource_not_found(e.public_message(), data),
-        ServiceError::PermissionDenied(_) | ServiceError::AuthRequired(_) => {
-            ErrorData::invalid_request(e.public_message(), data)
-        }
-        _ => ErrorData::internal_error(e.public_message(), data),
-    }
 }
 
 #[cfg(test)]

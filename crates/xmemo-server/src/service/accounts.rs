@@ -103,14 +103,13 @@ impl Service {
         let profile = req.profile.unwrap_or_else(|| DEFAULT_PROFILE.to_string());
         xmemo_core::validate_slug("profile", &profile)?;
         let generated = generate_key();
-        let audit = AuditDraft::new("key.create", &principal.attribution()).details(
-            serde_json::json!({
+        let audit =
+            AuditDraft::new("key.create", &principal.attribution()).details(serde_json::json!({
                 "name": name,
                 "scopes": scopes.iter().map(|s| s.as_str()).collect::<Vec<_>>(),
                 "profile": profile,
                 "expires_at": expires_at,
-            }),
-        );
+            }));
         let info = self
             .store
             .create_api_key(

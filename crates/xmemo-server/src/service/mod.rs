@@ -7,12 +7,14 @@ mod execute;
 pub mod fetch;
 mod packages;
 mod recall;
+mod served;
 mod skills;
 mod teams;
 pub mod types;
 
 pub use access::Access;
 pub use packages::{DiffSide, ImportOptions, Imported, SkillDiff};
+pub use served::{Served, ServedList};
 use std::sync::Arc;
 use xmemo_store::Store;
 

@@ -142,20 +142,7 @@ impl Service {
                 }
             }
         };
-        Ok(Root {
-            skill_id: skill.skill_id,
-            slug: skill.slug,
-            name: revision.name,
-            description: revision.description,
-            workspace: ws.handle,
-            revision_id: revision.revision_id,
-            revision_number: revision.revision_number,
-            status: revision.status,
-            canonical_hash: revision.canonical_hash,
-            instruction_body: revision.instruction_body,
-            metadata: revision.metadata,
-            resources: revision.components,
-        })
+        Ok(super::served::root_of(&skill, ws.handle, revision))
     }
 
     /// Level 2: one component of one pinned revision.

@@ -50,7 +50,8 @@ impl Dialect for Postgres {
     const LOCK_MIGRATIONS: Option<&'static str> = Some(MIGRATION_LOCK);
     const SEARCH_TABLE: &'static str = "skill_search";
     const SEARCH_DELETE: &'static str = "DELETE FROM skill_search WHERE skill_id = $1";
-    const SEARCH_INSERT: &'static str = "INSERT INTO skill_search (skill_id, workspace_id, slug, name, description)
+    const SEARCH_INSERT: &'static str =
+        "INSERT INTO skill_search (skill_id, workspace_id, slug, name, description)
          SELECT s.skill_id, s.workspace_id, s.slug, r.name, r.description
          FROM skills s JOIN revisions r ON r.skill_id = s.skill_id AND r.status = 'published'
          WHERE s.skill_id = $1 AND s.asset_status = 'active'";

@@ -119,4 +119,3 @@ pub(crate) fn scrub(message: &str, url: &str) -> String {
     }
     out
 }
-

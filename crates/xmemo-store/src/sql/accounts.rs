@@ -81,7 +81,10 @@ async fn account_where<D: Dialect>(
     row.map(|r| rows::account(&r)).transpose()
 }
 
-pub async fn get_account<D: Dialect>(store: &SqlStore<D>, id: &str) -> StoreResult<Option<Account>> {
+pub async fn get_account<D: Dialect>(
+    store: &SqlStore<D>,
+    id: &str,
+) -> StoreResult<Option<Account>> {
     account_where(store, "account_id", id).await
 }
 
@@ -198,11 +201,16 @@ pub async fn list_members<D: Dialect>(
     workspace_id: &str,
 ) -> StoreResult<Vec<Member>> {
     let mut s = store.read().await?;
-    s.all(Stmt::new(format!("{MEMBER_SELECT} WHERE m.workspace_id = $1 ORDER BY a.handle")).bind(workspace_id))
-        .await?
-        .iter()
-        .map(rows::member)
-        .collect()
+    s.all(
+        Stmt::new(format!(
+            "{MEMBER_SELECT} WHERE m.workspace_id = $1 ORDER BY a.handle"
+        ))
+        .bind(workspace_id),
+    )
+    .await?
+    .iter()
+    .map(rows::member)
+    .collect()
 }
 
 pub async fn put_member<D: Dialect>(
@@ -221,7 +229,7 @@ pub async fn put_member<D: Dialect>(
         .bind(workspace_id)
         .bind(account_id)
         .bind(role.as_str())
-        .bind(&now()),
+        .bind(now()),
     )
     .await?;
     audit::append(&mut s, &audit).await?;
@@ -334,7 +342,7 @@ pub async fn revoke_api_key<D: Dialect>(
     let revoked = s
         .execute(
             Stmt::new("UPDATE api_keys SET revoked_at = $1 WHERE key_id = $2 AND account_id = $3 AND revoked_at IS NULL")
-                .bind(&now())
+                .bind(now())
                 .bind(key_id)
                 .bind(account_id),
         )

@@ -48,20 +48,29 @@ pub async fn migrate<D: Dialect>(store: &SqlStore<D>) -> StoreResult<()> {
             StoreError::Internal(format!("migration {} ({}) failed: {e}", m.version, m.name))
         })?;
         s.execute(
-            Stmt::new("INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)")
-                .bind(m.version)
-                .bind(m.name)
-                .bind(&now()),
+            Stmt::new(
+                "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)",
+            )
+            .bind(m.version)
+            .bind(m.name)
+            .bind(now()),
         )
         .await?;
-        tracing::info!(backend = D::BACKEND, version = m.version, name = m.name, "applied migration");
+        tracing::info!(
+            backend = D::BACKEND,
+            version = m.version,
+            name = m.name,
+            "applied migration"
+        );
     }
     s.commit().await
 }
 
 pub async fn schema_is_current<D: Dialect>(store: &SqlStore<D>) -> StoreResult<bool> {
     let mut s = store.read().await?;
-    let exists = s.one(Stmt::new(D::SCHEMA_TABLE_EXISTS), "schema check").await?;
+    let exists = s
+        .one(Stmt::new(D::SCHEMA_TABLE_EXISTS), "schema check")
+        .await?;
     if exists.int("n")? == 0 {
         return Ok(false);
     }

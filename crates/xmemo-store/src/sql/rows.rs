@@ -22,7 +22,8 @@ pub const TABLES: &[&str] = &[
 pub const ACCOUNT_SELECT: &str = "SELECT account_id, handle, display_name, is_admin, personal_workspace_id, created_at FROM accounts";
 pub const WORKSPACE_SELECT: &str =
     "SELECT workspace_id, handle, name, kind, created_at FROM workspaces";
-pub const MEMBERSHIP_SELECT: &str = "SELECT w.workspace_id, w.handle, w.name, w.kind, w.created_at, m.role
+pub const MEMBERSHIP_SELECT: &str =
+    "SELECT w.workspace_id, w.handle, w.name, w.kind, w.created_at, m.role
      FROM memberships m JOIN workspaces w ON w.workspace_id = m.workspace_id";
 pub const MEMBER_SELECT: &str = "SELECT a.account_id, a.handle, a.display_name, m.role, m.added_at
      FROM memberships m JOIN accounts a ON a.account_id = m.account_id";

@@ -150,7 +150,12 @@ pub async fn served_skills<D: Dialect>(
     }
     let stmt = stmt.bind(i64::from(page.limit));
     let mut s = store.read().await?;
-    let skills: Vec<Skill> = s.all(stmt).await?.iter().map(rows::skill).collect::<StoreResult<_>>()?;
+    let skills: Vec<Skill> = s
+        .all(stmt)
+        .await?
+        .iter()
+        .map(rows::skill)
+        .collect::<StoreResult<_>>()?;
     let ids: Vec<String> = skills
         .iter()
         .filter_map(|k| k.published_revision_id.clone())
@@ -167,6 +172,27 @@ pub async fn served_skills<D: Dialect>(
             Some(ServedSkill { skill, revision })
         })
         .collect())
+}
+
+pub async fn shared_slugs<D: Dialect>(
+    store: &SqlStore<D>,
+    workspace_ids: &[String],
+    slugs: &[String],
+) -> StoreResult<Vec<String>> {
+    if workspace_ids.len() < 2 || slugs.is_empty() {
+        return Ok(vec![]);
+    }
+    let sql = format!(
+        "SELECT slug FROM skills WHERE workspace_id IN ({}) AND slug IN ({}) GROUP BY slug HAVING COUNT(*) > 1 ORDER BY slug",
+        in_list(1, workspace_ids.len()),
+        in_list(workspace_ids.len() + 1, slugs.len())
+    );
+    let mut s = store.read().await?;
+    s.all(Stmt::new(sql).bind_all(workspace_ids).bind_all(slugs))
+        .await?
+        .iter()
+        .map(|r| r.text("slug"))
+        .collect()
 }
 
 async fn revisions_by_id<D: Dialect>(
@@ -195,7 +221,8 @@ pub async fn latest_revision<D: Dialect>(
     store: &SqlStore<D>,
     skill_id: &str,
 ) -> StoreResult<Option<Revision>> {
-    let sql = format!("{REVISION_SELECT} WHERE skill_id = $1 ORDER BY revision_number DESC LIMIT 1");
+    let sql =
+        format!("{REVISION_SELECT} WHERE skill_id = $1 ORDER BY revision_number DESC LIMIT 1");
     one_revision(&mut store.read().await?, Stmt::new(sql).bind(skill_id)).await
 }
 
@@ -586,7 +613,7 @@ pub async fn set_asset_status<D: Dialect>(
         .execute(
             Stmt::new("UPDATE skills SET asset_status = $1, updated_at = $2 WHERE skill_id = $3")
                 .bind(status.as_str())
-                .bind(&now())
+                .bind(now())
                 .bind(skill_id),
         )
         .await?;
@@ -604,8 +631,10 @@ pub async fn set_asset_status<D: Dialect>(
 
 /// Rewrites the skill's Level 0 row from its current state (callers hold the skill row lock).
 pub async fn refresh_search_row<D: Dialect>(s: &mut Session<D>, skill_id: &str) -> StoreResult<()> {
-    s.execute(Stmt::new(D::SEARCH_DELETE).bind(skill_id)).await?;
-    s.execute(Stmt::new(D::SEARCH_INSERT).bind(skill_id)).await?;
+    s.execute(Stmt::new(D::SEARCH_DELETE).bind(skill_id))
+        .await?;
+    s.execute(Stmt::new(D::SEARCH_INSERT).bind(skill_id))
+        .await?;
     Ok(())
 }
 
@@ -642,7 +671,10 @@ mod tests {
 
     #[test]
     fn save_decisions() {
-        assert_eq!(decide("s", None, None, "h").ok(), Some(SaveDecision::Append));
+        assert_eq!(
+            decide("s", None, None, "h").ok(),
+            Some(SaveDecision::Append)
+        );
         assert_eq!(
             decide("s", None, Some(("r1", "h")), "h").ok(),
             Some(SaveDecision::Unchanged("r1".into()))

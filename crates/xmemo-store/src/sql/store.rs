@@ -13,6 +13,10 @@ impl<D: Dialect> Store for SqlStore<D> {
         D::BACKEND
     }
 
+    fn statements_run(&self) -> u64 {
+        SqlStore::statements_run(self)
+    }
+
     async fn ping(&self) -> StoreResult<()> {
         self.read().await?.execute(Stmt::new("SELECT 1")).await?;
         Ok(())
@@ -100,6 +104,13 @@ impl<D: Dialect> Store for SqlStore<D> {
     async fn served_skills(&self, page: &ServedPage) -> StoreResult<Vec<ServedSkill>> {
         skills::served_skills(self, page).await
     }
+    async fn shared_slugs(
+        &self,
+        workspace_ids: &[String],
+        slugs: &[String],
+    ) -> StoreResult<Vec<String>> {
+        skills::shared_slugs(self, workspace_ids, slugs).await
+    }
     async fn save_revision(&self, save: SaveRevision) -> StoreResult<SaveOutcome> {
         skills::save_revision(self, save).await
     }
@@ -155,7 +166,10 @@ impl<D: Dialect> Store for SqlStore<D> {
         let tables = rows::TABLES.iter().map(|t| (*t, *t));
         for (name, table) in tables.chain([("skills_fts", D::SEARCH_TABLE)]) {
             let n = s
-                .one(Stmt::new(format!("SELECT COUNT(*) AS n FROM {table}")), "count")
+                .one(
+                    Stmt::new(format!("SELECT COUNT(*) AS n FROM {table}")),
+                    "count",
+                )
                 .await?
                 .int("n")?;
             out.insert(name.to_string(), super::driver::to_u64(n, "row count")?);
