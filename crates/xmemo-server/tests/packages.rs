@@ -35,7 +35,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
-use xmemo_server::service::fetch::FetchConfig;
+use xmemo_server::fetch::FetchConfig;
 use zip::CompressionMethod;
 
 const SKILL_MD: &[u8] = pkg::SKILL_MD;
