@@ -1,33 +1,20 @@
 //! What a downloaded GitHub archive says about itself: the commit it was made from.
 
+use std::io::Cursor;
+
 /// The commit a GitHub archive was made from: the ZIP comment (`git archive` writes the
 /// full commit id there), else the hex suffix of its `OWNER-REPO-SHA` top folder.
 pub fn archive_commit(bytes: &[u8], top_folder: Option<&str>) -> Option<String> {
     let is_hex =
         |s: &str| s.len() >= 7 && s.len() <= 64 && s.bytes().all(|b| b.is_ascii_hexdigit());
-    if let Some(comment) = zip_comment(bytes)
-        && let Ok(text) = std::str::from_utf8(comment)
+    if let Ok(archive) = zip::ZipArchive::new(Cursor::new(bytes))
+        && let Ok(text) = std::str::from_utf8(archive.comment())
         && is_hex(text.trim())
     {
         return Some(text.trim().to_ascii_lowercase());
     }
     let suffix = top_folder?.rsplit('-').next()?;
     is_hex(suffix).then(|| suffix.to_ascii_lowercase())
-}
-
-/// The comment of the end-of-central-directory record, if one is found.
-fn zip_comment(bytes: &[u8]) -> Option<&[u8]> {
-    const EOCD: [u8; 4] = [0x50, 0x4b, 0x05, 0x06];
-    let min_start = bytes.len().saturating_sub(22 + 65_535);
-    let last = bytes.len().checked_sub(22)?;
-    (min_start..=last).rev().find_map(|at| {
-        if bytes.get(at..at + 4)? != EOCD {
-            return None;
-        }
-        let len = u16::from_le_bytes([*bytes.get(at + 20)?, *bytes.get(at + 21)?]) as usize;
-        let comment = bytes.get(at + 22..at + 22 + len)?;
-        (at + 22 + len == bytes.len()).then_some(comment)
-    })
 }
 
 #[cfg(test)]
@@ -47,5 +34,26 @@ mod tests {
         eocd.extend((sha.len() as u16).to_le_bytes());
         eocd.extend(sha.as_bytes());
         assert_eq!(archive_commit(&eocd, None).as_deref(), Some(sha));
+
+        // A real archive as GitHub serves it: the comment wins over the folder's short SHA;
+        // a comment that is not a commit id leaves the folder's.
+        let zip_with = |comment: &str| {
+            let mut w = zip::ZipWriter::new(Cursor::new(Vec::new()));
+            let options = zip::write::SimpleFileOptions::default();
+            w.start_file("o-r-abc1234/SKILL.md", options).unwrap();
+            std::io::Write::write_all(&mut w, b"---\nname: x\n---\n").unwrap();
+            w.set_comment(comment.to_string()).unwrap();
+            w.finish().unwrap().into_inner()
+        };
+        let upper = sha.to_ascii_uppercase();
+        assert_eq!(
+            archive_commit(&zip_with(&format!("{upper}\n")), Some("o-r-abc1234")).as_deref(),
+            Some(sha)
+        );
+        assert_eq!(
+            archive_commit(&zip_with("made by hand"), Some("o-r-abc1234")).as_deref(),
+            Some("abc1234")
+        );
+        assert_eq!(archive_commit(&zip_with(""), None), None);
     }
 }
