@@ -4,7 +4,8 @@
 //! `import` sends a `.zip` or a `SKILL.md` as is, zips a skill directory in memory (every
 //! file, symlinks included, so the server's package rules judge them; only the junk the
 //! server ignores anyway — `.git/`, `__MACOSX/`, `.DS_Store`… — is left out), and hands
-//! `https://` URLs to the server's repository import.
+//! `https://` URLs to the server's repository import (all through `POST /imports`: the
+//! upload as the body, the URL as JSON).
 
 use crate::client::Conn;
 use crate::client::http::{Api, Failure, decode, fail};
@@ -133,7 +134,7 @@ async fn import(a: ImportArgs) -> anyhow::Result<()> {
     let intent = a.publish.then_some("publish");
     let source = a.source.trim();
     let value = if source.starts_with("https://") || source.starts_with("http://") {
-        let url = api.url(&["skills", "import-url"], &[])?;
+        let url = api.url(&["imports"], &[])?;
         let body = json!({
             "url": source,
             "workspace": a.workspace,
@@ -148,7 +149,7 @@ async fn import(a: ImportArgs) -> anyhow::Result<()> {
         let path = Path::new(source);
         let (content_type, bytes, file_name) = package_bytes(path)?;
         let url = api.url(
-            &["skills", "import"],
+            &["imports"],
             &[
                 ("workspace", a.workspace.as_deref()),
                 ("slug", a.slug.as_deref()),

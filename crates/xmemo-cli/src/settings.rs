@@ -71,7 +71,7 @@ struct FileSettings {
     execute_profiles: Option<Vec<String>>,
     mcp_contract: Option<PathBuf>,
     /// Outbound fetch rules for URL imports (`[fetch]` table; see docs/packages.md).
-    fetch: Option<xmemo_server::service::fetch::FetchConfig>,
+    fetch: Option<xmemo_server::fetch::FetchConfig>,
 }
 
 /// Settings after every source is applied.
@@ -82,7 +82,7 @@ pub struct Settings {
     pub database_url: Option<String>,
     pub public_url: Option<String>,
     pub mcp: xmemo_server::mcp::McpConfig,
-    pub fetch: xmemo_server::service::fetch::FetchConfig,
+    pub fetch: xmemo_server::fetch::FetchConfig,
 }
 
 fn env(name: &str) -> Option<String> {

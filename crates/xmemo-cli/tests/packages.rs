@@ -231,4 +231,35 @@ fn import_directory_export_and_diff() {
     assert_eq!(err["error"]["code"], "VALIDATION_ERROR");
     assert_eq!(err["error"]["details"]["reason"], "sensitive_files");
     assert!(run.stderr.contains(".env"), "{run:#?}");
+
+    // URLs go to the server's URL import (`POST /imports` as JSON): its own refusals come
+    // back, for the URL and for the options carried in the body, and nothing is fetched.
+    let run = client.run(&["import", "https://gitlab.com/a/b", "--json"]);
+    assert_eq!(run.code, Some(1), "{run:#?}");
+    let err: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(err["error"]["code"], "VALIDATION_ERROR", "{run:#?}");
+    assert!(
+        err["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not a supported source"),
+        "{run:#?}"
+    );
+    let run = client.run(&[
+        "import",
+        "https://github.com/a/b",
+        "--workspace",
+        "no-such-team",
+        "--json",
+    ]);
+    assert_eq!(run.code, Some(1), "{run:#?}");
+    let err: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(err["error"]["code"], "NOT_FOUND", "{run:#?}");
+    assert!(
+        err["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no-such-team"),
+        "{run:#?}"
+    );
 }

@@ -1,7 +1,7 @@
 //! The service's one error type, mapped to the SPEC §10 codes in exactly one place
 //! ([`ServiceError::code`]); transports only render it.
 
-use crate::service::fetch::FetchError;
+use crate::fetch::FetchError;
 use serde_json::Value;
 use xmemo_core::package::PackageError;
 use xmemo_core::{ErrorCode, TransitionError, ValidationError};

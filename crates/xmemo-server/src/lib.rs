@@ -6,6 +6,7 @@ pub mod app;
 pub mod auth;
 pub mod bootstrap;
 pub mod error;
+pub mod fetch;
 pub mod mcp;
 pub mod metrics;
 pub mod rest;

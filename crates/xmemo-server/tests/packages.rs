@@ -12,7 +12,8 @@
 //!    redirects, oversized archives, refused targets), and private targets refused without
 //!    any connection when nothing is allowlisted.
 //!
-//! Plus the diff endpoint and the routes around them.
+//! Plus the diff endpoint and the routes around them (`POST /imports` chooses by
+//! Content-Type; slugs named like import routes are ordinary skills).
 
 mod common;
 #[path = "../../xmemo-core/tests/common/mod.rs"]
@@ -34,7 +35,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
-use xmemo_server::service::fetch::FetchConfig;
+use xmemo_server::fetch::FetchConfig;
 use zip::CompressionMethod;
 
 const SKILL_MD: &[u8] = pkg::SKILL_MD;
@@ -77,7 +78,7 @@ async fn upload(
 ) -> Reply {
     let resp = s
         .http
-        .post(format!("{}/api/v1/skills/import{query}", s.url))
+        .post(format!("{}/api/v1/imports{query}", s.url))
         .bearer_auth(key)
         .header(header::CONTENT_TYPE.as_str(), content_type)
         .body(body)
@@ -92,7 +93,7 @@ async fn import_zip(s: &TestServer, key: &str, query: &str, zip: Vec<u8>) -> Rep
 }
 
 async fn import_url(s: &TestServer, key: &str, body: Value) -> Reply {
-    s.post("/api/v1/skills/import-url", key, body).await
+    s.post("/api/v1/imports", key, body).await
 }
 
 async fn export(s: &TestServer, key: &str, slug: &str, query: &str) -> Raw {
@@ -927,7 +928,7 @@ async fn scopes_conflicts_and_slugs() {
     let r = s
         .http
         .post(format!(
-            "{}/api/v1/skills/import?expected_revision_id=rev_stale",
+            "{}/api/v1/imports?expected_revision_id=rev_stale",
             s.url
         ))
         .bearer_auth(&admin)
@@ -979,25 +980,129 @@ async fn scopes_conflicts_and_slugs() {
     )
     .await;
     assert_eq!(r.status, 404);
+}
 
-    // `import` and `import-url` stay usable as slugs.
-    for slug in ["import", "import-url"] {
-        let r = upload(
-            &s,
-            &admin,
-            &format!("?slug={slug}"),
-            "text/markdown",
-            SKILL_MD.to_vec(),
-        )
-        .await;
-        assert_eq!(r.status.as_u16(), 201, "{}", r.body);
-        let root = s.get(&format!("/api/v1/skills/{slug}"), &admin).await;
-        assert_eq!(root.expect_ok()["data"]["slug"], slug);
-        s.get(&format!("/api/v1/skills/{slug}/revisions"), &admin)
-            .await
-            .expect_ok();
+/// Imports live at `/imports`, so slugs named like the old import routes (`import`,
+/// `import-url`) or like the new collection (`imports`) are ordinary skills, and the old
+/// routes are gone (in the SPEC error shape, writing nothing).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn import_route_names_are_ordinary_slugs() {
+    let s = TestServer::start().await;
+    let admin = s.admin_key.clone();
+    for slug in ["import", "imports", "import-url"] {
+        let body = format!("The {slug} procedure.");
+        let saved = s.save(&admin, skill(slug, &body)).await;
+        assert_eq!(saved.status.as_u16(), 201, "{}", saved.body);
+        let rev = saved.body["data"]["revision_id"].as_str().unwrap();
+        for prefix in ["/api/v1", "/v1"] {
+            let root = s.get(&format!("{prefix}/skills/{slug}"), &admin).await;
+            let root = root.expect_ok();
+            assert_eq!(root["kind"], "root", "{root}");
+            assert_eq!(root["data"]["slug"], slug);
+            assert_eq!(root["data"]["revision_id"], rev);
+            assert_eq!(root["data"]["instruction_body"], body.as_str());
+        }
+        let pinned = s
+            .get(&format!("/api/v1/skills/{slug}/revisions/{rev}"), &admin)
+            .await;
+        assert_eq!(
+            pinned.expect_ok()["data"]["instruction_body"],
+            body.as_str()
+        );
+        let revisions = s
+            .get(&format!("/api/v1/skills/{slug}/revisions"), &admin)
+            .await;
+        assert!(revisions.expect_ok().to_string().contains(rev));
         export(&s, &admin, slug, "").await;
     }
+
+    // The old import routes answer NOT_FOUND in the SPEC shape and import nothing.
+    let before = s.counts().await;
+    for path in ["/api/v1/skills/import", "/api/v1/skills/import-url"] {
+        for (content_type, body) in [
+            ("text/markdown", SKILL_MD.to_vec()),
+            ("application/zip", demo_zip("x")),
+            (
+                "application/json",
+                br#"{"url":"https://github.com/a/b"}"#.to_vec(),
+            ),
+        ] {
+            let r = s
+                .http
+                .post(format!("{}{path}", s.url))
+                .bearer_auth(&admin)
+                .header(header::CONTENT_TYPE.as_str(), content_type)
+                .body(body)
+                .send()
+                .await
+                .unwrap();
+            let r = Reply::from(r).await;
+            let err = r.expect_error(404, "NOT_FOUND");
+            assert_eq!(r.body.as_object().unwrap().len(), 1, "{}", r.body);
+            for key in err.as_object().unwrap().keys() {
+                assert!(
+                    ["code", "message", "retryable", "details"].contains(&key.as_str()),
+                    "{path}: unexpected error field {key}"
+                );
+            }
+        }
+    }
+    assert_eq!(s.counts().await, before);
+    let r = s.get("/api/v1/imports", &admin).await;
+    r.expect_error(404, "NOT_FOUND");
+
+    // `/imports` picks the kind of import from the Content-Type: JSON (with or without
+    // parameters) is a URL import, under `/v1` too…
+    for (path, content_type) in [
+        ("/api/v1/imports", "application/json"),
+        ("/v1/imports", "Application/JSON; charset=utf-8"),
+    ] {
+        let r = s
+            .http
+            .post(format!("{}{path}", s.url))
+            .bearer_auth(&admin)
+            .header(header::CONTENT_TYPE.as_str(), content_type)
+            .body(r#"{"url":"https://gitlab.com/a/b"}"#)
+            .send()
+            .await
+            .unwrap();
+        let r = Reply::from(r).await;
+        let err = r.expect_error(422, "VALIDATION_ERROR");
+        assert!(
+            err["message"]
+                .as_str()
+                .unwrap()
+                .contains("not a supported source"),
+            "{path}: {}",
+            r.body
+        );
+    }
+    // …whose options go in the body, never in the query string…
+    let r = s
+        .http
+        .post(format!("{}/api/v1/imports?workspace=personal", s.url))
+        .bearer_auth(&admin)
+        .json(&json!({"url": "https://github.com/a/b"}))
+        .send()
+        .await
+        .unwrap();
+    let err = Reply::from(r).await;
+    let err = err.expect_error(422, "VALIDATION_ERROR");
+    assert_eq!(err["details"]["field"], "query");
+    // …and anything else is an upload, under `/v1` too.
+    let r = s
+        .http
+        .post(format!("{}/v1/imports?slug=via-v1", s.url))
+        .bearer_auth(&admin)
+        .header(header::CONTENT_TYPE.as_str(), "text/markdown")
+        .body(SKILL_MD.to_vec())
+        .send()
+        .await
+        .unwrap();
+    let r = Reply::from(r).await;
+    assert_eq!(r.status.as_u16(), 201, "{}", r.body);
+    assert_eq!(r.body["kind"], "imported");
+    assert_eq!(r.body["data"]["slug"], "via-v1");
 }
 
 // ------------------------------------------------------------------------------------------

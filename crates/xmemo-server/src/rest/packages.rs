@@ -1,15 +1,16 @@
-//! Skill packages over REST: import (ZIP / SKILL.md body, or a repository URL), Source
-//! Capsule export, revision diff. Translation only; the rules are in `service/packages.rs`.
+//! Skill packages over REST: import (`POST /imports`: a ZIP / SKILL.md body, or a repository
+//! URL as JSON), Source Capsule export, revision diff. Translation only; the rules are in
+//! `service/packages.rs`.
 
 use super::extract::{ApiJson, ApiPath, ApiQuery, Authed};
 use super::{ApiResult, AppState, BODY_LIMIT_BYTES};
+use crate::auth::Principal;
 use crate::error::ServiceError;
 use crate::service::ImportOptions;
-use crate::service::types::ToolResult;
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
+use axum::extract::{FromRequest, FromRequestParts, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Json, Response};
 use axum::routing::{get, post};
@@ -18,14 +19,9 @@ use serde_json::{Value, json};
 use xmemo_core::SaveIntent;
 
 pub fn routes() -> Router<AppState> {
+    // Imports are their own collection, so no static path shadows `/skills/{slug}`.
     Router::new()
-        // `GET` keeps Level 1 of skills whose slug is `import` / `import-url` reachable: the
-        // static paths would otherwise shadow `/skills/{slug}` for them.
-        .route("/skills/import", post(import).get(root_of_import))
-        .route(
-            "/skills/import-url",
-            post(import_url).get(root_of_import_url),
-        )
+        .route("/imports", post(import))
         .route("/skills/{slug}/export", get(export))
         .route("/skills/{slug}/diff", get(diff))
 }
@@ -66,11 +62,18 @@ struct DiffQuery {
     workspace: Option<String>,
 }
 
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct RootQuery {
-    workspace: Option<String>,
-    revision_id: Option<String>,
+/// The `Content-Type` without its parameters, lowercased.
+fn media_type(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| {
+            v.split(';')
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .to_ascii_lowercase()
+        })
 }
 
 /// What an import body is.
@@ -83,16 +86,7 @@ enum Format {
 /// `text/x-markdown`, `text/plain`) → SKILL.md; `application/octet-stream` or no type →
 /// by the first bytes (`PK` signature → ZIP).
 fn format_of(headers: &HeaderMap, body: &[u8]) -> Result<Format, ServiceError> {
-    let content_type = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .map(|v| {
-            v.split(';')
-                .next()
-                .unwrap_or_default()
-                .trim()
-                .to_ascii_lowercase()
-        });
+    let content_type = media_type(headers);
     let sniff = || {
         if body.starts_with(b"PK\x03\x04") || body.starts_with(b"PK\x05\x06") {
             Format::Zip
@@ -109,8 +103,8 @@ fn format_of(headers: &HeaderMap, body: &[u8]) -> Result<Format, ServiceError> {
         Some(other) => Err(ServiceError::validation(
             format!(
                 "cannot import a `{other}` body: send a ZIP as `Content-Type: application/zip` or \
-                 a SKILL.md as `Content-Type: text/markdown` (repository URLs go to \
-                 POST /skills/import-url)"
+                 a SKILL.md as `Content-Type: text/markdown` (a repository URL goes as \
+                 `{{\"url\": …}}` with `Content-Type: application/json`)"
             ),
             "Content-Type",
         )),
@@ -130,11 +124,39 @@ fn imported_response(imported: crate::service::Imported) -> Response {
         .into_response()
 }
 
+/// `POST /imports`: a JSON body (`Content-Type: application/json`) is a URL import whose
+/// options travel in that body; any other body is an upload (ZIP or SKILL.md) whose options
+/// travel in the query string.
 async fn import(
     State(state): State<AppState>,
     Authed(p): Authed,
-    ApiQuery(q): ApiQuery<ImportQuery>,
-    headers: HeaderMap,
+    request: Request,
+) -> ApiResult<Response> {
+    let (mut parts, body) = request.into_parts();
+    if media_type(&parts.headers).as_deref() == Some("application/json") {
+        // Silently dropping `?workspace=…` would import somewhere the caller did not ask for.
+        if parts.uri.query().is_some_and(|q| !q.is_empty()) {
+            return Err(ServiceError::validation(
+                "a URL import takes its options in the JSON body, not in the query string",
+                "query",
+            )
+            .into());
+        }
+        let request = Request::from_parts(parts, body);
+        let ApiJson(req) = ApiJson::<ImportUrlRequest>::from_request(request, &state).await?;
+        return import_url(&state, &p, req).await;
+    }
+    let ApiQuery(q) = ApiQuery::<ImportQuery>::from_request_parts(&mut parts, &state).await?;
+    let headers = parts.headers.clone();
+    let body = Bytes::from_request(Request::from_parts(parts, body), &state).await;
+    import_upload(&state, &p, q, &headers, body).await
+}
+
+async fn import_upload(
+    state: &AppState,
+    p: &Principal,
+    q: ImportQuery,
+    headers: &HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult<Response> {
     let body = body.map_err(|e| {
@@ -154,7 +176,7 @@ async fn import(
         )
         .into());
     }
-    let format = format_of(&headers, &body)?;
+    let format = format_of(headers, &body)?;
     let options = ImportOptions {
         workspace: q.workspace,
         slug: q.slug,
@@ -166,24 +188,20 @@ async fn import(
         Format::Zip => {
             state
                 .service
-                .import_archive(&p, Vec::from(body), options)
+                .import_archive(p, Vec::from(body), options)
                 .await?
         }
         Format::SkillMd => {
             state
                 .service
-                .import_skill_md(&p, Vec::from(body), options)
+                .import_skill_md(p, Vec::from(body), options)
                 .await?
         }
     };
     Ok(imported_response(imported))
 }
 
-async fn import_url(
-    State(state): State<AppState>,
-    Authed(p): Authed,
-    ApiJson(req): ApiJson<ImportUrlRequest>,
-) -> ApiResult<Response> {
+async fn import_url(state: &AppState, p: &Principal, req: ImportUrlRequest) -> ApiResult<Response> {
     let options = ImportOptions {
         workspace: req.workspace,
         slug: req.slug,
@@ -191,7 +209,7 @@ async fn import_url(
         expected_revision_id: req.expected_revision_id,
         file_name: None,
     };
-    let imported = state.service.import_url(&p, &req.url, options).await?;
+    let imported = state.service.import_url(p, &req.url, options).await?;
     Ok(imported_response(imported))
 }
 
@@ -250,35 +268,4 @@ async fn diff(
     Ok(Json(
         serde_json::to_value(diff).unwrap_or_else(|_| json!({})),
     ))
-}
-
-async fn root_named(
-    state: AppState,
-    p: crate::auth::Principal,
-    slug: &str,
-    q: RootQuery,
-) -> ApiResult<Json<Value>> {
-    let root = state
-        .service
-        .root(&p, slug, q.workspace.as_deref(), q.revision_id.as_deref())
-        .await?;
-    Ok(Json(
-        serde_json::to_value(ToolResult::Root(Box::new(root))).unwrap_or_else(|_| json!({})),
-    ))
-}
-
-async fn root_of_import(
-    State(state): State<AppState>,
-    Authed(p): Authed,
-    ApiQuery(q): ApiQuery<RootQuery>,
-) -> ApiResult<Json<Value>> {
-    root_named(state, p, "import", q).await
-}
-
-async fn root_of_import_url(
-    State(state): State<AppState>,
-    Authed(p): Authed,
-    ApiQuery(q): ApiQuery<RootQuery>,
-) -> ApiResult<Json<Value>> {
-    root_named(state, p, "import-url", q).await
 }

@@ -4,7 +4,6 @@
 mod access;
 mod accounts;
 mod execute;
-pub mod fetch;
 mod packages;
 mod recall;
 mod served;
@@ -25,7 +24,7 @@ pub struct Service {
     sandbox: Option<xmemo_sandbox::SandboxEngine>,
     metrics: Arc<crate::metrics::Metrics>,
     /// Outbound rules and hosts of repository imports (`with_fetch_config`).
-    fetch: Arc<fetch::FetchConfig>,
+    fetch: Arc<crate::fetch::FetchConfig>,
 }
 
 impl Service {
@@ -34,7 +33,7 @@ impl Service {
             store,
             sandbox: None,
             metrics: Arc::new(crate::metrics::Metrics::new()),
-            fetch: Arc::new(fetch::FetchConfig::default()),
+            fetch: Arc::new(crate::fetch::FetchConfig::default()),
         }
     }
 

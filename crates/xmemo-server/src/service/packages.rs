@@ -5,10 +5,10 @@
 //! `xmemo_core::package`; this module adds access checks, provenance and the writes.
 
 use super::Service;
-use super::fetch::{self, FetchConfig, RemoteSkill};
 use super::types::Saved;
 use crate::auth::Principal;
 use crate::error::{ServiceError, ServiceResult};
+use crate::fetch::{self, FetchConfig, RemoteSkill};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -124,8 +124,9 @@ impl Service {
             .await
     }
 
-    /// Imports a skill from a GitHub or ClawHub URL (see `fetch.rs` for the accepted shapes
-    /// and the outbound rules). Scope and workspace are checked before anything is fetched.
+    /// Imports a skill from a GitHub or ClawHub URL (see [`crate::fetch`] for the accepted
+    /// shapes and the outbound rules). Scope and workspace are checked before anything is
+    /// fetched.
     pub async fn import_url(
         &self,
         principal: &Principal,
