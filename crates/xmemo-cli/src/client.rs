@@ -2,14 +2,14 @@
 //!
 //! Submodules, one job each: [`http`] talks to the server and turns failures into one error
 //! type, [`output`] formats text, [`skills`] / [`save`] / [`accounts`] are the commands, and
-//! [`skilldir`] reads a skill directory from disk.
+//! [`skilldir`] turns a skill directory into a package (for `save --dir` and `import`).
 
 mod accounts;
 mod execute;
 pub(crate) mod http;
 mod output;
 mod save;
-mod skilldir;
+pub(crate) mod skilldir;
 mod skills;
 
 use clap::{Args, Subcommand};

@@ -16,13 +16,13 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
+use xmemo_core::limits::ATTRIBUTION_MAX_CHARS;
 
 /// Largest message accepted on stdin (the server's own body limit).
 const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 /// First protocol revision with per-request metadata and standard `Mcp-*` headers.
 const STANDARD_HEADERS_VERSION: &str = "2026-07-28";
 const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
-const ATTRIBUTION_MAX_CHARS: usize = 128;
 /// JSON-RPC code for a failure to reach or use the remote server.
 const BRIDGE_ERROR: i64 = -32000;
 

@@ -1,14 +1,14 @@
 //! Skill packages from the command line: `xmemo import PATH|URL`, `xmemo export SLUG`,
 //! `xmemo diff SLUG FROM TO`, over the REST API (`XMEMO_URL`, `XMEMO_KEY`).
 //!
-//! `import` sends a `.zip` or a `SKILL.md` as is, zips a skill directory in memory (every
-//! file, symlinks included, so the server's package rules judge them; only the junk the
-//! server ignores anyway — `.git/`, `__MACOSX/`, `.DS_Store`… — is left out), and hands
-//! `https://` URLs to the server's repository import (all through `POST /imports`: the
-//! upload as the body, the URL as JSON).
+//! `import` sends a `.zip` or a `SKILL.md` as is, zips a skill directory in memory
+//! ([`skilldir::zip`], the same bytes `xmemo save --dir` reads), and hands `https://` URLs
+//! to the server's repository import (all through `POST /imports`: the upload as the body,
+//! the URL as JSON).
 
 use crate::client::Conn;
 use crate::client::http::{Api, Failure, decode, fail};
+use crate::client::skilldir::{self, BODY_LIMIT, too_large};
 use clap::{Args, Subcommand, ValueEnum};
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -16,10 +16,6 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use xmemo_core::diff::{TextDiff, WordOpKind};
 use xmemo_server::service::SkillDiff;
-
-/// The server's request body limit (`rest::BODY_LIMIT_BYTES`): larger packages are refused
-/// here before anything is sent.
-const BODY_LIMIT: usize = xmemo_server::rest::BODY_LIMIT_BYTES;
 
 #[derive(Subcommand, Debug)]
 pub enum PackageCommand {
@@ -235,14 +231,18 @@ fn package_bytes(path: &Path) -> anyhow::Result<(&'static str, Vec<u8>, Option<S
             path.display()
         )))
     })?;
+    if meta.is_dir() {
+        let zipped = skilldir::zip(path)?;
+        return Ok((
+            "application/zip",
+            zipped.bytes,
+            zipped.folder.map(|n| format!("{n}/")),
+        ));
+    }
     let name = path
         .canonicalize()
         .ok()
         .and_then(|p| p.file_name().and_then(|n| n.to_str()).map(str::to_string));
-    if meta.is_dir() {
-        let bytes = zip_dir(path, name.as_deref())?;
-        return Ok(("application/zip", bytes, name.map(|n| format!("{n}/"))));
-    }
     if meta.len() > BODY_LIMIT as u64 {
         return Err(too_large(path));
     }
@@ -263,155 +263,6 @@ fn package_bytes(path: &Path) -> anyhow::Result<(&'static str, Vec<u8>, Option<S
         "text/markdown"
     };
     Ok((content_type, bytes, name))
-}
-
-fn too_large(path: &Path) -> anyhow::Error {
-    fail(Failure::local(
-        "PAYLOAD_TOO_LARGE",
-        format!(
-            "`{}` is larger than {} bytes, the most the server accepts in one import",
-            path.display(),
-            BODY_LIMIT
-        ),
-    ))
-}
-
-/// Zips a skill directory in memory, entries sorted, under `<folder>/` when the folder's
-/// name can be a path (so the server may use it as the slug), with fixed timestamps so the
-/// same directory always gives the same bytes.
-fn zip_dir(dir: &Path, folder: Option<&str>) -> anyhow::Result<Vec<u8>> {
-    use zip::write::SimpleFileOptions;
-    let prefix = folder
-        .filter(|f| xmemo_core::package::unsafe_path_reason(f).is_none())
-        .map(|f| format!("{f}/"))
-        .unwrap_or_default();
-    let mut entries = Vec::new();
-    walk(dir, "", &mut entries)?;
-    let mut writer = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
-    let options = |mode: u32| {
-        SimpleFileOptions::default()
-            .compression_method(zip::CompressionMethod::Deflated)
-            .last_modified_time(zip::DateTime::default())
-            .unix_permissions(mode)
-    };
-    let zip_err = |e: zip::result::ZipError| {
-        fail(Failure::input(format!(
-            "cannot zip `{}`: {e}",
-            dir.display()
-        )))
-    };
-    let mut total: u64 = 0;
-    for entry in entries {
-        let name = format!("{prefix}{}", entry.relative);
-        match entry.kind {
-            EntryKind::Symlink(target) => writer
-                .add_symlink(name, target, options(0o777))
-                .map_err(zip_err)?,
-            EntryKind::File { executable } => {
-                let bytes = std::fs::read(&entry.path).map_err(|e| {
-                    fail(Failure::input(format!(
-                        "cannot read `{}`: {e}",
-                        entry.path.display()
-                    )))
-                })?;
-                total += bytes.len() as u64;
-                if total > BODY_LIMIT as u64 {
-                    return Err(too_large(dir));
-                }
-                let mode = if executable { 0o755 } else { 0o644 };
-                writer.start_file(name, options(mode)).map_err(zip_err)?;
-                writer.write_all(&bytes).map_err(|e| {
-                    fail(Failure::input(format!(
-                        "cannot zip `{}`: {e}",
-                        dir.display()
-                    )))
-                })?;
-            }
-        }
-    }
-    let bytes = writer.finish().map_err(zip_err)?.into_inner();
-    if bytes.len() > BODY_LIMIT {
-        return Err(too_large(dir));
-    }
-    Ok(bytes)
-}
-
-enum EntryKind {
-    File { executable: bool },
-    Symlink(String),
-}
-
-struct Entry {
-    path: PathBuf,
-    relative: String,
-    kind: EntryKind,
-}
-
-fn walk(dir: &Path, relative: &str, out: &mut Vec<Entry>) -> anyhow::Result<()> {
-    let read_err = |p: &Path, e: std::io::Error| {
-        fail(Failure::input(format!(
-            "cannot read `{}`: {e}",
-            p.display()
-        )))
-    };
-    let mut children: Vec<(String, PathBuf)> = Vec::new();
-    for entry in std::fs::read_dir(dir).map_err(|e| read_err(dir, e))? {
-        let entry = entry.map_err(|e| read_err(dir, e))?;
-        let path = entry.path();
-        let name = entry.file_name().into_string().map_err(|raw| {
-            fail(Failure::input(format!(
-                "`{}`: file names must be UTF-8 ({:?})",
-                dir.display(),
-                raw
-            )))
-        })?;
-        children.push((name, path));
-    }
-    children.sort();
-    for (name, path) in children {
-        let rel = if relative.is_empty() {
-            name
-        } else {
-            format!("{relative}/{name}")
-        };
-        let meta = std::fs::symlink_metadata(&path).map_err(|e| read_err(&path, e))?;
-        let kind = meta.file_type();
-        if kind.is_dir() {
-            // Folders the server ignores (`.git/`, `__MACOSX/`) are not even read.
-            if !xmemo_core::package::is_ignored_path(&format!("{rel}/x")) {
-                walk(&path, &rel, out)?;
-            }
-        } else if kind.is_symlink() {
-            let target = std::fs::read_link(&path).map_err(|e| read_err(&path, e))?;
-            out.push(Entry {
-                path,
-                relative: rel,
-                kind: EntryKind::Symlink(target.to_string_lossy().into_owned()),
-            });
-        } else if kind.is_file() {
-            if xmemo_core::package::is_ignored_path(&rel) {
-                continue;
-            }
-            #[cfg(unix)]
-            let executable = {
-                use std::os::unix::fs::PermissionsExt;
-                meta.permissions().mode() & 0o111 != 0
-            };
-            #[cfg(not(unix))]
-            let executable = false;
-            out.push(Entry {
-                path,
-                relative: rel,
-                kind: EntryKind::File { executable },
-            });
-        } else {
-            return Err(fail(Failure::input(format!(
-                "`{}` is not a regular file, folder or symlink (devices, pipes and sockets cannot be part of a skill)",
-                path.display()
-            ))));
-        }
-    }
-    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------

@@ -217,8 +217,9 @@ fn skills_end_to_end() {
     );
     assert_eq!(search_slugs(&client, "deploy"), vec!["deploy-prod"]);
 
-    // Save a skill directory: frontmatter, a script, a binary asset; dotfiles and symlinks
-    // are skipped with a warning.
+    // Save a skill directory: frontmatter, a script, a binary asset. It is read by the
+    // import rules, so a secret or a symlink refuses the whole directory (naming the path)
+    // and nothing is saved.
     let dir = root.join("lint-fix");
     write(&dir.join("SKILL.md"), SKILL_MD.as_bytes());
     write(
@@ -227,9 +228,23 @@ fn skills_end_to_end() {
     );
     write(&dir.join("assets/logo.bin"), &binary_bytes());
     write(&dir.join(".env"), b"SECRET=1\n");
-    #[cfg(unix)]
-    std::os::unix::fs::symlink("/etc/hostname", dir.join("link.txt")).unwrap();
     let dir_arg = dir.display().to_string();
+    let run = client.fails_with(&["save", "--dir", &dir_arg], "VALIDATION_ERROR");
+    assert!(
+        run.stderr.contains(".env") && run.stderr.contains("sensitive_files"),
+        "{run:#?}"
+    );
+    std::fs::remove_file(dir.join(".env")).unwrap();
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink("/etc/hostname", dir.join("link.txt")).unwrap();
+        let run = client.fails_with(&["save", "--dir", &dir_arg], "VALIDATION_ERROR");
+        assert!(run.stderr.contains("link.txt"), "{run:#?}");
+        std::fs::remove_file(dir.join("link.txt")).unwrap();
+    }
+    client.fails_with(&["recall", "lint-fix"], "NOT_FOUND");
+    // Junk the package rules ignore is skipped silently.
+    write(&dir.join(".DS_Store"), b"\x00\x00\x00\x01Bud1");
     let mut saved = client.with_key(client.key.as_deref().unwrap());
     saved
         .env
@@ -241,9 +256,6 @@ fn skills_end_to_end() {
             .contains("created lint-fix revision 1 (published)"),
         "{run:#?}"
     );
-    assert!(run.stderr.contains("warning: skipping dotfile"), "{run:#?}");
-    #[cfg(unix)]
-    assert!(run.stderr.contains("warning: skipping symlink"), "{run:#?}");
     assert_eq!(search_slugs(&client, "linter"), vec!["lint-fix"]);
 
     // Level 1.
@@ -260,7 +272,7 @@ fn skills_end_to_end() {
     ] {
         assert!(out.contains(needle), "missing {needle:?} in:\n{out}");
     }
-    assert!(!out.contains(".env") && !out.contains("link.txt"), "{out}");
+    assert!(!out.contains(".DS_Store"), "{out}");
     let lint = client.json(&["recall", "lint-fix"]);
     let rev1 = str_at(&lint, "/data/revision_id").to_string();
     assert_eq!(lint["data"]["resources"].as_array().unwrap().len(), 2);

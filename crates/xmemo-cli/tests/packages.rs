@@ -263,3 +263,101 @@ fn import_directory_export_and_diff() {
         "{run:#?}"
     );
 }
+
+/// Frontmatter with YAML flow lists and maps: a second reader that took every value as a
+/// string used to turn these into `"[a, b]"`.
+const LISTS_SKILL_MD: &str = "---\nname: one-reader\ndescription: Import and save --dir read a directory alike\nallowed-tools: [Read, Bash]\nmetadata: {tags: [a, b]}\n---\n\n# One reader\n\nRun `Scripts/x.py`.\n";
+
+/// The first bytes of a PNG file, with a NUL and invalid UTF-8 after the signature.
+const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\xff\xfe";
+
+#[test]
+fn import_and_save_dir_give_the_same_revision() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let data = tmp.path().join("data");
+    let server = Server::start(&data);
+    let key = std::fs::read_to_string(data.join("admin.key")).expect("admin.key");
+    let client = Client {
+        url: server.url.clone(),
+        key: key.trim().to_string(),
+        cwd: tmp.path().to_path_buf(),
+    };
+    let dir = tmp.path().join("skill-folder");
+    write(&dir.join("SKILL.md"), LISTS_SKILL_MD.as_bytes());
+    write(&dir.join("Scripts/x.py"), b"print('ok')\n");
+    write(&dir.join("assets/logo.png"), PNG);
+    let dir_arg = dir.display().to_string();
+
+    // import, then save --dir into the slug import chose (the frontmatter name).
+    let imported = client.json(&["import", &dir_arg]);
+    assert_eq!(imported["data"]["slug"], "one-reader", "{imported:#}");
+    assert_eq!(imported["data"]["created"], true);
+    let hash = imported["data"]["canonical_hash"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let saved = client.json(&["save", "one-reader", "--dir", &dir_arg]);
+    assert_eq!(saved["kind"], "saved", "{saved:#}");
+    assert_eq!(saved["data"]["canonical_hash"], hash.as_str(), "{saved:#}");
+    assert_eq!(saved["data"]["created"], false, "{saved:#}");
+    assert_eq!(saved["data"]["revision_number"], 1);
+
+    // What both saved: lists stay lists, a capitalised `Scripts/` holds scripts, the PNG
+    // keeps its bytes.
+    let root = client.json(&["recall", "one-reader"]);
+    let d = &root["data"];
+    assert_eq!(
+        d["metadata"]["metadata"]["tags"],
+        serde_json::json!(["a", "b"])
+    );
+    assert_eq!(
+        d["metadata"]["allowed-tools"],
+        serde_json::json!(["Read", "Bash"])
+    );
+    let resources: Vec<(String, String)> = d["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["logical_path"].as_str().unwrap().to_string(),
+                r["type"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        resources,
+        vec![
+            ("Scripts/x.py".to_string(), "script".to_string()),
+            ("assets/logo.png".to_string(), "artifact".to_string()),
+        ]
+    );
+    let rev = d["revision_id"].as_str().unwrap();
+    let png = client.json(&[
+        "recall",
+        "one-reader",
+        "--revision",
+        rev,
+        "--resource",
+        "assets/logo.png",
+    ]);
+    assert_eq!(png["data"]["encoding"], "base64");
+    assert_eq!(png["data"]["size"], PNG.len());
+
+    // The other order, in a team workspace (the workspace flag works for both): save
+    // --dir first, then import.
+    client.ok(&["workspaces", "create", "ops", "--name", "Ops"]);
+    let saved = client.json(&["save", "--dir", &dir_arg, "--workspace", "ops"]);
+    assert_eq!(saved["data"]["slug"], "one-reader", "{saved:#}");
+    assert_eq!(saved["data"]["workspace"], "ops");
+    assert_eq!(saved["data"]["created"], true);
+    assert_eq!(saved["data"]["canonical_hash"], hash.as_str());
+    let imported = client.json(&["import", &dir_arg, "--workspace", "ops"]);
+    assert_eq!(imported["data"]["canonical_hash"], hash.as_str());
+    assert_eq!(imported["data"]["created"], false, "{imported:#}");
+
+    // --name overrides the frontmatter (documented): a different revision.
+    let renamed = client.json(&["save", "one-reader", "--dir", &dir_arg, "--name", "Renamed"]);
+    assert_eq!(renamed["data"]["created"], true);
+    assert_ne!(renamed["data"]["canonical_hash"], hash.as_str());
+}

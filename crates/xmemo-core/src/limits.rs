@@ -1,4 +1,7 @@
-//! Every content limit of SPEC §1, in one place.
+//! Every limit a client can hit, in one place: the content limits of SPEC §1 and the request
+//! bounds of SPEC §3 and §5. The checks (`validate.rs`, the service) and the published
+//! schemas (the MCP tools' input schemas, `openapi.json`) use these numbers;
+//! `xmemo-server/tests/limits_agree.rs` fails when a schema says otherwise.
 
 pub const SLUG_MAX_CHARS: usize = 64;
 pub const NAME_MAX_CHARS: usize = 128;
@@ -6,13 +9,46 @@ pub const DESCRIPTION_MAX_CHARS: usize = 1024;
 pub const INSTRUCTION_BODY_MAX_BYTES: usize = 65_536;
 pub const MAX_COMPONENTS: usize = 50;
 pub const COMPONENT_MAX_BYTES: usize = 131_072;
+/// A component's `content` as sent in a save: UTF-8 text of at most [`COMPONENT_MAX_BYTES`]
+/// bytes has at most that many characters, and base64 of that many bytes is this long, so
+/// no acceptable `content` string is longer (the schemas' `maxLength`).
+pub const COMPONENT_CONTENT_MAX_CHARS: usize = COMPONENT_MAX_BYTES.div_ceil(3) * 4;
 pub const LOGICAL_PATH_MAX_BYTES: usize = 255;
 /// Canonical metadata is a JSON object; bound it so a revision stays small.
 pub const METADATA_MAX_BYTES: usize = 16_384;
 /// Level 0 result count bounds.
+pub const SEARCH_LIMIT_MIN: u32 = 1;
 pub const SEARCH_LIMIT_MAX: u32 = 50;
 pub const SEARCH_LIMIT_DEFAULT: u32 = 10;
 /// Level 0 query length bound (characters).
 pub const QUERY_MAX_CHARS: usize = 512;
-/// Workspace handle rule shares the slug rule, with this length bound.
-pub const HANDLE_MAX_CHARS: usize = 64;
+/// Workspace and account handles and client profile names are checked by
+/// `validate_slug`, so they share its bound.
+pub const HANDLE_MAX_CHARS: usize = SLUG_MAX_CHARS;
+/// Review notes (approve, reject, deprecate…) and archive/restore reasons, after trimming.
+pub const NOTE_MAX_CHARS: usize = 2000;
+/// API key names, after trimming.
+pub const KEY_NAME_MAX_CHARS: usize = 128;
+/// Attribution header values (`X-Memory-OS-Agent-ID`, `X-Memory-OS-Agent-Instance-ID`).
+pub const ATTRIBUTION_MAX_CHARS: usize = 128;
+/// `execute_cloud_skill` `timeout_seconds`: accepted range and default (SPEC §5).
+pub const EXECUTE_TIMEOUT_MIN_SECONDS: i64 = 1;
+pub const EXECUTE_TIMEOUT_MAX_SECONDS: i64 = 60;
+pub const EXECUTE_TIMEOUT_DEFAULT_SECONDS: i64 = 30;
+/// Largest `input_args` of an execution, as serialized JSON bytes.
+pub const EXECUTE_INPUT_ARGS_MAX_BYTES: usize = 1024 * 1024;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_bound_fits_the_largest_component_exactly() {
+        use base64::Engine;
+        let b64 = base64::engine::general_purpose::STANDARD;
+        assert_eq!(
+            b64.encode(vec![0u8; COMPONENT_MAX_BYTES]).len(),
+            COMPONENT_CONTENT_MAX_CHARS
+        );
+    }
+}

@@ -11,7 +11,10 @@ pub const RESERVED_METADATA_KEYS: &[&str] = &["name", "description"];
 /// Logical paths reserved by the Source Capsule layout (compared case-insensitively).
 pub const RESERVED_ROOT_PATHS: &[&str] = &["skill.md", "capsule.json"];
 
-/// `^[a-z0-9]+(-[a-z0-9]+)*$`, 1–64 characters (the Agent Skills `name` rule).
+/// The slug rule as a regular expression, for schemas; [`validate_slug`] checks it.
+pub const SLUG_PATTERN: &str = "^[a-z0-9]+(-[a-z0-9]+)*$";
+
+/// [`SLUG_PATTERN`], 1–64 characters (the Agent Skills `name` rule).
 pub fn validate_slug(field: &str, slug: &str) -> Result<(), ValidationError> {
     if slug.is_empty() {
         return Err(ValidationError::invalid(field, "must not be empty"));
@@ -33,7 +36,9 @@ pub fn validate_slug(field: &str, slug: &str) -> Result<(), ValidationError> {
     if !well_formed {
         return Err(ValidationError::invalid(
             field,
-            "must be lowercase letters and digits in hyphen-separated words (^[a-z0-9]+(-[a-z0-9]+)*$)",
+            format!(
+                "must be lowercase letters and digits in hyphen-separated words ({SLUG_PATTERN})"
+            ),
         ));
     }
     Ok(())

@@ -16,8 +16,9 @@ const AGENT_INSTANCE_HEADER: &str = "x-memory-os-agent-instance-id";
 /// A failed command, in the SPEC error vocabulary.
 #[derive(Debug)]
 pub enum Failure {
-    /// The server answered with its `{"error": {...}}` object.
-    Server { body: Value },
+    /// A SPEC `{"error": {...}}` object: the server's answer, or a package refused here by
+    /// the server's own rules and conversion (`save --dir`), so both read the same.
+    Object { body: Value },
     /// Detected on this side (no key, unreachable server, bad input, unexpected answer).
     Local {
         code: &'static str,
@@ -47,14 +48,14 @@ impl Failure {
 
     fn error_field(&self, name: &str) -> Option<&Value> {
         match self {
-            Self::Server { body } => body.get("error").and_then(|e| e.get(name)),
+            Self::Object { body } => body.get("error").and_then(|e| e.get(name)),
             Self::Local { .. } => None,
         }
     }
 
     pub fn code(&self) -> &str {
         match self {
-            Self::Server { .. } => self
+            Self::Object { .. } => self
                 .error_field("code")
                 .and_then(Value::as_str)
                 .unwrap_or("UNKNOWN"),
@@ -65,7 +66,7 @@ impl Failure {
     /// The error object, as the server would have written it.
     pub fn to_json(&self) -> Value {
         match self {
-            Self::Server { body } => body.clone(),
+            Self::Object { body } => body.clone(),
             Self::Local {
                 code,
                 message,
@@ -87,7 +88,7 @@ impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Local { message, .. } => f.write_str(message),
-            Self::Server { .. } => {
+            Self::Object { .. } => {
                 let message = self
                     .error_field("message")
                     .and_then(Value::as_str)
@@ -352,7 +353,7 @@ fn missing_key() -> Failure {
 fn server_error(status: StatusCode, bytes: &[u8], url: &Url) -> anyhow::Error {
     match serde_json::from_slice::<Value>(bytes) {
         Ok(body) if body.get("error").and_then(|e| e.get("code")).is_some() => {
-            fail(Failure::Server { body })
+            fail(Failure::Object { body })
         }
         _ => {
             let snippet: String = String::from_utf8_lossy(bytes).chars().take(200).collect();

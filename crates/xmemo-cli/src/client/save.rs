@@ -3,28 +3,32 @@
 use super::Conn;
 use super::http::{Api, Failure, decode, fail};
 use super::output::print_json;
-use super::skilldir::{self, Component};
+use super::skilldir;
 use clap::Args;
 use reqwest::Method;
 use serde_json::{Map, Value, json};
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use xmemo_core::{ComponentType, RevisionStatus};
+use xmemo_core::{ComponentInput, ComponentType, RevisionStatus};
 use xmemo_server::service::types::ToolResult;
 
 #[derive(Args, Debug)]
 pub struct SaveArgs {
     /// The skill's slug (lowercase words joined by hyphens); with --dir it defaults to the
-    /// frontmatter name, else the directory name
+    /// slug `xmemo import DIR` would use: the capsule's, else the frontmatter name, else the
+    /// directory name
     #[arg(required_unless_present = "dir")]
     pub slug: Option<String>,
-    /// Read SKILL.md and the files around it from this skill directory
+    /// Read SKILL.md and the files around it from this skill directory, by the same package
+    /// rules as `xmemo import DIR` (so both save the same content and canonical_hash)
     #[arg(long, conflicts_with_all = ["body", "body_file", "component"])]
     pub dir: Option<PathBuf>,
-    /// Display name (required on the first save)
+    /// Display name (required on the first save); with --dir it replaces the frontmatter
+    /// name, so the revision then differs from an import of the directory
     #[arg(long)]
     pub name: Option<String>,
-    /// What the skill is for (required on the first save)
+    /// What the skill is for (required on the first save); with --dir it replaces the
+    /// frontmatter description, so the revision then differs from an import of the directory
     #[arg(long)]
     pub description: Option<String>,
     /// The Markdown instructions
@@ -37,7 +41,8 @@ pub struct SaveArgs {
     /// artifact or script; PATH: its logical path in the skill); repeatable
     #[arg(long = "component", value_name = "TYPE:PATH=FILE")]
     pub component: Vec<String>,
-    /// Extra metadata as a JSON object (license, compatibility, allowed-tools, …)
+    /// Extra metadata as a JSON object (license, compatibility, allowed-tools, …); with --dir
+    /// its keys are added to (and replace) the frontmatter's
     #[arg(long)]
     pub metadata: Option<String>,
     /// Publish at once (in a team workspace: propose for approval)
@@ -92,24 +97,29 @@ pub async fn run(a: SaveArgs) -> anyhow::Result<()> {
 
 /// The `POST /api/v1/skills` body.
 fn build_request(a: &SaveArgs) -> anyhow::Result<Value> {
-    let mut metadata = Map::new();
-    let (slug, name, description, body, components) = match &a.dir {
+    let (slug, name, description, body, mut metadata, components) = match &a.dir {
         Some(dir) => {
-            let read = skilldir::read(dir).map_err(|e| fail(Failure::input(e)))?;
-            for w in &read.warnings {
-                eprintln!("warning: {w}");
-            }
+            // The content an import of this directory would save (see `skilldir`).
+            let package = skilldir::read(dir)?;
             let slug = match &a.slug {
                 Some(s) => s.clone(),
-                None => default_slug(dir, &read.name, read.dir_name.as_deref())?,
+                None => package.suggested_slug().ok_or_else(|| {
+                    fail(Failure::input(format!(
+                        "cannot derive a slug from the frontmatter name `{}` or the directory name; \
+                         pass one: xmemo save --dir {} my-skill",
+                        package.content.name,
+                        dir.display()
+                    )))
+                })?,
             };
-            metadata = read.metadata;
+            let content = package.content;
             (
                 slug,
-                Some(a.name.clone().unwrap_or(read.name)),
-                Some(a.description.clone().unwrap_or(read.description)),
-                read.body,
-                read.components,
+                Some(a.name.clone().unwrap_or(content.name)),
+                Some(a.description.clone().unwrap_or(content.description)),
+                content.instruction_body,
+                content.metadata,
+                content.components,
             )
         }
         None => {
@@ -136,6 +146,7 @@ fn build_request(a: &SaveArgs) -> anyhow::Result<Value> {
                 a.name.clone(),
                 a.description.clone(),
                 body,
+                Map::new(),
                 components,
             )
         }
@@ -151,7 +162,7 @@ fn build_request(a: &SaveArgs) -> anyhow::Result<Value> {
     let mut request = json!({
         "slug": slug,
         "instruction_body": body,
-        "components": components.iter().map(Component::to_json).collect::<Vec<_>>(),
+        "components": components.iter().map(skilldir::component_json).collect::<Vec<_>>(),
         "intent": if a.publish { "publish" } else { "draft" },
     });
     let optional = [
@@ -177,21 +188,6 @@ fn build_request(a: &SaveArgs) -> anyhow::Result<Value> {
     Ok(request)
 }
 
-/// The frontmatter name when it is a valid slug, else the directory's name.
-fn default_slug(dir: &Path, name: &str, dir_name: Option<&str>) -> anyhow::Result<String> {
-    if xmemo_core::validate_slug("slug", name).is_ok() {
-        return Ok(name.to_string());
-    }
-    match dir_name {
-        Some(d) if xmemo_core::validate_slug("slug", d).is_ok() => Ok(d.to_string()),
-        _ => Err(fail(Failure::input(format!(
-            "neither the frontmatter name `{name}` nor the directory name is a valid slug \
-             (lowercase letters and digits joined by hyphens); pass one: xmemo save --dir {} my-skill",
-            dir.display()
-        )))),
-    }
-}
-
 fn read_body(path: &Path) -> anyhow::Result<String> {
     let mut text = String::new();
     let result = if path == Path::new("-") {
@@ -209,7 +205,7 @@ fn read_body(path: &Path) -> anyhow::Result<String> {
 }
 
 /// `TYPE:PATH=FILE`.
-fn parse_component(spec: &str) -> anyhow::Result<Component> {
+fn parse_component(spec: &str) -> anyhow::Result<ComponentInput> {
     let bad = |why: &str| {
         fail(Failure::input(format!(
             "--component `{spec}`: {why} (expected TYPE:PATH=FILE, e.g. script:scripts/run.py=./run.py)"
@@ -227,10 +223,10 @@ fn parse_component(spec: &str) -> anyhow::Result<Component> {
     }
     let bytes = std::fs::read(file)
         .map_err(|e| fail(Failure::input(format!("cannot read {file}: {e}"))))?;
-    Ok(Component {
+    Ok(ComponentInput {
         logical_path: logical_path.to_string(),
         component_type,
-        bytes,
+        content: bytes,
     })
 }
 
@@ -247,7 +243,7 @@ mod tests {
         let c = parse_component(&spec).unwrap();
         assert_eq!(c.logical_path, "scripts/run.py");
         assert_eq!(c.component_type, ComponentType::Script);
-        assert_eq!(c.bytes, b"print(1)");
+        assert_eq!(c.content, b"print(1)");
         assert!(parse_component("script").is_err());
         assert!(parse_component("script:x").is_err());
         assert!(parse_component("bogus:x=y").is_err());

@@ -1,376 +1,308 @@
-//! Reading a skill directory: `SKILL.md` (frontmatter + Markdown instructions) and every other
-//! regular file as a component typed by its top folder.
+//! A skill directory on disk, as one package.
+//!
+//! There is one package reader, `xmemo_core::package`, and both commands that take a
+//! directory go through it: `xmemo import DIR` sends [`zip`]'s bytes to the server, which
+//! reads them with `package::read_zip`; `xmemo save --dir DIR` reads the very same bytes
+//! with the very same function here ([`read`]) and sends the content it yields. So the
+//! frontmatter (real YAML: lists and maps stay lists and maps), the folder → component type
+//! rule (case-insensitive, singular forms too), junk that is skipped, secrets and symlinks
+//! that are refused, and a capsule manifest's types are decided in one place, and both
+//! commands give the same `canonical_hash`.
 
+use super::http::{Failure, fail};
 use base64::Engine;
-use serde_json::{Map, Value, json};
-use std::path::Path;
-use xmemo_core::ComponentType;
+use serde_json::{Value, json};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use xmemo_core::ComponentInput;
+use xmemo_core::package::{self, ArchiveLimits, Package};
+use xmemo_server::ServiceError;
 
-/// One file to upload.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Component {
-    pub logical_path: String,
-    pub component_type: ComponentType,
+/// The server's request body limit (`rest::BODY_LIMIT_BYTES`): larger packages are refused
+/// here before anything is sent.
+pub const BODY_LIMIT: usize = xmemo_server::rest::BODY_LIMIT_BYTES;
+
+/// A directory zipped for import.
+pub struct Zipped {
     pub bytes: Vec<u8>,
+    /// The directory's own name, when it has one (the server may use it as the slug).
+    pub folder: Option<String>,
 }
 
-impl Component {
-    /// The save request entry: text as `utf-8`, anything else (invalid UTF-8 or NUL bytes) as
-    /// `base64`.
-    pub fn to_json(&self) -> Value {
-        let (content, encoding) = match std::str::from_utf8(&self.bytes) {
-            Ok(text) if !text.contains('\0') => (text.to_string(), "utf-8"),
-            _ => (
-                base64::engine::general_purpose::STANDARD.encode(&self.bytes),
-                "base64",
-            ),
-        };
-        json!({
-            "logical_path": self.logical_path,
-            "type": self.component_type.as_str(),
-            "content": content,
-            "encoding": encoding,
-        })
+/// The directory as the package the server would import from it.
+pub fn read(dir: &Path) -> anyhow::Result<Package> {
+    let meta = std::fs::metadata(dir).map_err(|e| {
+        fail(Failure::input(format!(
+            "cannot read the skill directory `{}`: {e} (a skill directory holds a SKILL.md)",
+            dir.display()
+        )))
+    })?;
+    if !meta.is_dir() {
+        return Err(fail(Failure::input(format!(
+            "`{}` is not a directory (a skill directory holds a SKILL.md; import a single file with `xmemo import FILE`)",
+            dir.display()
+        ))));
     }
+    let zipped = zip(dir)?;
+    package::read_zip(&zipped.bytes, &ArchiveLimits::default()).map_err(refused)
 }
 
-/// What a skill directory holds.
-#[derive(Debug)]
-pub struct SkillDir {
-    pub name: String,
-    pub description: String,
-    /// Frontmatter keys other than name and description.
-    pub metadata: Map<String, Value>,
-    pub body: String,
-    pub components: Vec<Component>,
-    /// Files left out (symlinks, dotfiles, special files), one sentence each.
-    pub warnings: Vec<String>,
-    /// The directory's own name, the slug fallback.
-    pub dir_name: Option<String>,
+/// A package refused here is reported exactly as the server reports it on import.
+fn refused(e: package::PackageError) -> anyhow::Error {
+    fail(Failure::Object {
+        body: ServiceError::from(e).to_body(),
+    })
 }
 
-/// `scripts/`→script, `references/`→reference, `templates/`→template, `examples/`→example,
-/// `assets/`→artifact, anything else → document.
-pub fn component_type_for(logical_path: &str) -> ComponentType {
-    match logical_path.split_once('/').map(|(top, _)| top) {
-        Some("scripts") => ComponentType::Script,
-        Some("references") => ComponentType::Reference,
-        Some("templates") => ComponentType::Template,
-        Some("examples") => ComponentType::Example,
-        Some("assets") => ComponentType::Artifact,
-        _ => ComponentType::Document,
-    }
-}
-
-pub fn read(dir: &Path) -> Result<SkillDir, String> {
-    let skill_md = dir.join("SKILL.md");
-    let text = std::fs::read_to_string(&skill_md)
-        .map_err(|e| format!("cannot read {}: {e}", skill_md.display()))?;
-    let (mut fields, body) =
-        parse_skill_md(&text).map_err(|e| format!("{}: {e}", skill_md.display()))?;
-    let mut take = |key: &str| match fields.remove(key) {
-        Some(Value::String(s)) if !s.trim().is_empty() => Ok(s),
-        _ => Err(format!(
-            "{}: the frontmatter needs a `{key}: …` line",
-            skill_md.display()
-        )),
+/// A component as a save request entry: text as `utf-8`, anything else (invalid UTF-8 or
+/// NUL bytes) as `base64`. The server hashes the decoded bytes, so either way the
+/// `content_hash` is the same.
+pub fn component_json(c: &ComponentInput) -> Value {
+    let (content, encoding) = match std::str::from_utf8(&c.content) {
+        Ok(text) if !text.contains('\0') => (text.to_string(), "utf-8"),
+        _ => (
+            base64::engine::general_purpose::STANDARD.encode(&c.content),
+            "base64",
+        ),
     };
-    let name = take("name")?;
-    let description = take("description")?;
-    let mut out = SkillDir {
-        name,
-        description,
-        metadata: fields,
-        body,
-        components: Vec::new(),
-        warnings: Vec::new(),
-        dir_name: std::fs::canonicalize(dir)
-            .ok()
-            .and_then(|p| p.file_name().and_then(|n| n.to_str()).map(str::to_string)),
-    };
-    walk(dir, "", &mut out)?;
-    out.components
-        .sort_by(|a, b| a.logical_path.cmp(&b.logical_path));
-    Ok(out)
+    json!({
+        "logical_path": c.logical_path,
+        "type": c.component_type.as_str(),
+        "content": content,
+        "encoding": encoding,
+    })
 }
 
-fn walk(dir: &Path, prefix: &str, out: &mut SkillDir) -> Result<(), String> {
-    let entries =
-        std::fs::read_dir(dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
-    let mut entries: Vec<_> = entries
-        .collect::<Result<_, _>>()
-        .map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
-    entries.sort_by_key(|e| e.file_name());
+pub fn too_large(path: &Path) -> anyhow::Error {
+    fail(Failure::local(
+        "PAYLOAD_TOO_LARGE",
+        format!(
+            "`{}` is larger than {} bytes, the most the server accepts in one import",
+            path.display(),
+            BODY_LIMIT
+        ),
+    ))
+}
+
+/// Zips a skill directory in memory: every file, symlinks included, so the package rules
+/// judge them (only the junk those rules ignore anyway — `.git/`, `__MACOSX/`,
+/// `.DS_Store`… — is left out); entries sorted, under `<folder>/` when the folder's name
+/// can be a path, with fixed timestamps so the same directory always gives the same bytes.
+pub fn zip(dir: &Path) -> anyhow::Result<Zipped> {
+    use zip::write::SimpleFileOptions;
+    let folder = dir
+        .canonicalize()
+        .ok()
+        .and_then(|p| p.file_name().and_then(|n| n.to_str()).map(str::to_string));
+    let prefix = folder
+        .as_deref()
+        .filter(|f| package::unsafe_path_reason(f).is_none())
+        .map(|f| format!("{f}/"))
+        .unwrap_or_default();
+    let mut entries = Vec::new();
+    walk(dir, "", &mut entries)?;
+    let mut writer = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    let options = |mode: u32| {
+        SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Deflated)
+            .last_modified_time(zip::DateTime::default())
+            .unix_permissions(mode)
+    };
+    let zip_err = |e: zip::result::ZipError| {
+        fail(Failure::input(format!(
+            "cannot zip `{}`: {e}",
+            dir.display()
+        )))
+    };
+    let mut total: u64 = 0;
     for entry in entries {
-        let path = entry.path();
-        let Some(name) = entry.file_name().to_str().map(str::to_string) else {
-            out.warnings.push(format!(
-                "skipping {}: its name is not UTF-8",
-                path.display()
-            ));
-            continue;
-        };
-        let logical = format!("{prefix}{name}");
-        if name.starts_with('.') {
-            out.warnings
-                .push(format!("skipping dotfile {}", path.display()));
-            continue;
+        let name = format!("{prefix}{}", entry.relative);
+        match entry.kind {
+            EntryKind::Symlink(target) => writer
+                .add_symlink(name, target, options(0o777))
+                .map_err(zip_err)?,
+            EntryKind::File { executable } => {
+                let bytes = std::fs::read(&entry.path).map_err(|e| {
+                    fail(Failure::input(format!(
+                        "cannot read `{}`: {e}",
+                        entry.path.display()
+                    )))
+                })?;
+                total += bytes.len() as u64;
+                if total > BODY_LIMIT as u64 {
+                    return Err(too_large(dir));
+                }
+                let mode = if executable { 0o755 } else { 0o644 };
+                writer.start_file(name, options(mode)).map_err(zip_err)?;
+                writer.write_all(&bytes).map_err(|e| {
+                    fail(Failure::input(format!(
+                        "cannot zip `{}`: {e}",
+                        dir.display()
+                    )))
+                })?;
+            }
         }
-        let meta = std::fs::symlink_metadata(&path)
-            .map_err(|e| format!("cannot inspect {}: {e}", path.display()))?;
-        let kind = meta.file_type();
-        if kind.is_symlink() {
-            out.warnings
-                .push(format!("skipping symlink {}", path.display()));
-        } else if kind.is_dir() {
-            walk(&path, &format!("{logical}/"), out)?;
-        } else if !kind.is_file() {
-            out.warnings
-                .push(format!("skipping {}: not a regular file", path.display()));
-        } else if prefix.is_empty() && name == "SKILL.md" {
-            // The instructions themselves.
-        } else if prefix.is_empty() && name.eq_ignore_ascii_case("capsule.json") {
-            out.warnings.push(format!(
-                "skipping {}: capsule.json is an export manifest, not part of the skill",
-                path.display()
-            ));
+    }
+    let bytes = writer.finish().map_err(zip_err)?.into_inner();
+    if bytes.len() > BODY_LIMIT {
+        return Err(too_large(dir));
+    }
+    Ok(Zipped { bytes, folder })
+}
+
+enum EntryKind {
+    File { executable: bool },
+    Symlink(String),
+}
+
+struct Entry {
+    path: PathBuf,
+    relative: String,
+    kind: EntryKind,
+}
+
+fn walk(dir: &Path, relative: &str, out: &mut Vec<Entry>) -> anyhow::Result<()> {
+    let read_err = |p: &Path, e: std::io::Error| {
+        fail(Failure::input(format!(
+            "cannot read `{}`: {e}",
+            p.display()
+        )))
+    };
+    let mut children: Vec<(String, PathBuf)> = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(|e| read_err(dir, e))? {
+        let entry = entry.map_err(|e| read_err(dir, e))?;
+        let path = entry.path();
+        let name = entry.file_name().into_string().map_err(|raw| {
+            fail(Failure::input(format!(
+                "`{}`: file names must be UTF-8 ({:?})",
+                dir.display(),
+                raw
+            )))
+        })?;
+        children.push((name, path));
+    }
+    children.sort();
+    for (name, path) in children {
+        let rel = if relative.is_empty() {
+            name
         } else {
-            let bytes =
-                std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-            out.components.push(Component {
-                component_type: component_type_for(&logical),
-                logical_path: logical,
-                bytes,
+            format!("{relative}/{name}")
+        };
+        let meta = std::fs::symlink_metadata(&path).map_err(|e| read_err(&path, e))?;
+        let kind = meta.file_type();
+        if kind.is_dir() {
+            // Folders the package rules ignore (`.git/`, `__MACOSX/`) are not even read.
+            if !package::is_ignored_path(&format!("{rel}/x")) {
+                walk(&path, &rel, out)?;
+            }
+        } else if kind.is_symlink() {
+            let target = std::fs::read_link(&path).map_err(|e| read_err(&path, e))?;
+            out.push(Entry {
+                path,
+                relative: rel,
+                kind: EntryKind::Symlink(target.to_string_lossy().into_owned()),
             });
+        } else if kind.is_file() {
+            if package::is_ignored_path(&rel) {
+                continue;
+            }
+            #[cfg(unix)]
+            let executable = {
+                use std::os::unix::fs::PermissionsExt;
+                meta.permissions().mode() & 0o111 != 0
+            };
+            #[cfg(not(unix))]
+            let executable = false;
+            out.push(Entry {
+                path,
+                relative: rel,
+                kind: EntryKind::File { executable },
+            });
+        } else {
+            return Err(fail(Failure::input(format!(
+                "`{}` is not a regular file, folder or symlink (devices, pipes and sockets cannot be part of a skill)",
+                path.display()
+            ))));
         }
     }
     Ok(())
 }
 
-/// Splits `---` frontmatter from the Markdown body. Frontmatter support is deliberately small:
-/// top-level `key: value` lines (quotes stripped), `key: |` / `key: >` blocks, and a key with
-/// no value followed by indented `- item` lines (a list) or `sub: value` lines (a map).
-/// Every value is a string.
-pub fn parse_skill_md(text: &str) -> Result<(Map<String, Value>, String), String> {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let mut lines = text.split_inclusive('\n');
-    match lines.next() {
-        Some(first) if first.trim_end() == "---" => {}
-        _ => {
-            return Err(
-                "must start with a `---` frontmatter block holding name and description".into(),
-            );
-        }
-    }
-    let mut front = Vec::new();
-    let mut closed = false;
-    let mut consumed = text.split_inclusive('\n').next().map_or(0, str::len);
-    for line in lines.by_ref() {
-        consumed += line.len();
-        if line.trim_end() == "---" {
-            closed = true;
-            break;
-        }
-        front.push(line.trim_end_matches(['\n', '\r']));
-    }
-    if !closed {
-        return Err("the frontmatter is not closed by a `---` line".into());
-    }
-    let body = text
-        .get(consumed..)
-        .unwrap_or("")
-        .trim_start_matches(['\n', '\r'])
-        .to_string();
-    Ok((parse_fields(&front)?, body))
-}
-
-fn parse_fields(lines: &[&str]) -> Result<Map<String, Value>, String> {
-    let mut fields = Map::new();
-    let mut i = 0;
-    while i < lines.len() {
-        let line = lines[i];
-        i += 1;
-        if line.trim().is_empty() || line.trim_start().starts_with('#') {
-            continue;
-        }
-        if line.starts_with([' ', '\t']) {
-            return Err(format!(
-                "frontmatter line {i} is indented but follows no key: `{line}`"
-            ));
-        }
-        let Some((key, value)) = line.split_once(':') else {
-            return Err(format!(
-                "frontmatter line {i} is not `key: value`: `{line}`"
-            ));
-        };
-        let key = key.trim().to_string();
-        let value = value.trim();
-        // Indented lines that follow belong to this key.
-        let start = i;
-        while i < lines.len() && (lines[i].starts_with([' ', '\t']) || lines[i].trim().is_empty()) {
-            i += 1;
-        }
-        let block: Vec<&str> = lines[start..i].to_vec();
-        let parsed = if let Some(style) = value.chars().next().filter(|c| *c == '|' || *c == '>') {
-            Value::String(block_scalar(&block, style == '|'))
-        } else if value.is_empty() {
-            nested(&block)
-        } else if block.iter().any(|l| !l.trim().is_empty()) {
-            // A plain scalar continued on indented lines folds into one line.
-            let mut text = unquote(value);
-            for l in block.iter().map(|l| l.trim()).filter(|l| !l.is_empty()) {
-                text.push(' ');
-                text.push_str(l);
-            }
-            Value::String(text)
-        } else {
-            Value::String(unquote(value))
-        };
-        fields.insert(key, parsed);
-    }
-    Ok(fields)
-}
-
-fn block_scalar(block: &[&str], literal: bool) -> String {
-    let indent = block
-        .iter()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| l.len() - l.trim_start().len())
-        .min()
-        .unwrap_or(0);
-    let lines: Vec<&str> = block
-        .iter()
-        .map(|l| l.get(indent..).unwrap_or("").trim_end())
-        .collect();
-    let text = if literal {
-        lines.join("\n")
-    } else {
-        lines
-            .split(|l| l.is_empty())
-            .map(|para| para.join(" "))
-            .collect::<Vec<_>>()
-            .join("\n")
-    };
-    text.trim_end().to_string()
-}
-
-fn nested(block: &[&str]) -> Value {
-    let items: Vec<&str> = block
-        .iter()
-        .map(|l| l.trim())
-        .filter(|l| !l.is_empty())
-        .collect();
-    if items.is_empty() {
-        return Value::String(String::new());
-    }
-    if items.iter().all(|l| l.starts_with('-')) {
-        return Value::Array(
-            items
-                .iter()
-                .map(|l| Value::String(unquote(l.trim_start_matches('-').trim())))
-                .collect(),
-        );
-    }
-    let mut map = Map::new();
-    for item in items {
-        match item.split_once(':') {
-            Some((k, v)) => map.insert(k.trim().to_string(), Value::String(unquote(v.trim()))),
-            None => map.insert(item.to_string(), Value::String(String::new())),
-        };
-    }
-    Value::Object(map)
-}
-
-fn unquote(value: &str) -> String {
-    let quoted = |q: char| value.len() >= 2 && value.starts_with(q) && value.ends_with(q);
-    if quoted('"') {
-        value[1..value.len() - 1]
-            .replace("\\\"", "\"")
-            .replace("\\\\", "\\")
-    } else if quoted('\'') {
-        value[1..value.len() - 1].replace("''", "'")
-    } else {
-        value.to_string()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use xmemo_core::ComponentType;
 
-    #[test]
-    fn frontmatter_and_body() {
-        let text = "---\nname: deploy-prod\ndescription: \"Ship it: safely\"\nlicense: MIT\nallowed-tools: Bash Read\nmetadata:\n  author: ops\n  version: '1.0'\ntags:\n  - a\n  - b\nnotes: >\n  one\n  two\n---\n\n# Deploy\n\nRun `make`.\n";
-        let (fields, body) = parse_skill_md(text).unwrap();
-        assert_eq!(fields["name"], "deploy-prod");
-        assert_eq!(fields["description"], "Ship it: safely");
-        assert_eq!(fields["license"], "MIT");
-        assert_eq!(fields["allowed-tools"], "Bash Read");
-        assert_eq!(
-            fields["metadata"],
-            json!({"author": "ops", "version": "1.0"})
-        );
-        assert_eq!(fields["tags"], json!(["a", "b"]));
-        assert_eq!(fields["notes"], "one two");
-        assert_eq!(body, "# Deploy\n\nRun `make`.\n");
+    fn write(path: &Path, bytes: &[u8]) {
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).unwrap();
+        }
+        std::fs::write(path, bytes).unwrap();
     }
 
     #[test]
-    fn literal_blocks_keep_lines() {
-        let (fields, _) =
-            parse_skill_md("---\nname: x\ndescription: |\n  a\n  b\n---\nbody").unwrap();
-        assert_eq!(fields["description"], "a\nb");
+    fn reads_yaml_and_folder_types_like_the_server() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("lists-skill");
+        write(
+            &dir.join("SKILL.md"),
+            b"---\nname: lists-skill\ndescription: Lists\nallowed-tools: [Read, Bash]\nmetadata: {tags: [a, b]}\n---\nBody.\n",
+        );
+        write(&dir.join("Scripts/x.py"), b"print(1)\n");
+        write(&dir.join("reference/r.md"), b"r\n");
+        write(&dir.join(".DS_Store"), b"junk");
+        let p = read(&dir).unwrap();
+        assert_eq!(p.root_folder.as_deref(), Some("lists-skill"));
+        assert_eq!(p.content.metadata["allowed-tools"], json!(["Read", "Bash"]));
+        assert_eq!(p.content.metadata["metadata"], json!({"tags": ["a", "b"]}));
+        let types: Vec<(&str, ComponentType)> = p
+            .content
+            .components
+            .iter()
+            .map(|c| (c.logical_path.as_str(), c.component_type))
+            .collect();
+        assert_eq!(
+            types,
+            vec![
+                ("Scripts/x.py", ComponentType::Script),
+                ("reference/r.md", ComponentType::Reference)
+            ]
+        );
+        // The same bytes the server would read give the same content.
+        let server_side =
+            package::read_zip(&zip(&dir).unwrap().bytes, &ArchiveLimits::default()).unwrap();
+        assert_eq!(server_side, p);
     }
 
     #[test]
-    fn refuses_missing_or_unclosed_frontmatter() {
-        assert!(parse_skill_md("# no frontmatter").is_err());
-        assert!(parse_skill_md("---\nname: x\n").is_err());
-        assert!(parse_skill_md("---\njust text\n---\n").is_err());
-    }
-
-    #[test]
-    fn crlf_files() {
-        let (fields, body) =
-            parse_skill_md("---\r\nname: x\r\ndescription: y\r\n---\r\nbody\r\n").unwrap();
-        assert_eq!(fields["name"], "x");
-        assert_eq!(fields["description"], "y");
-        assert_eq!(body, "body\r\n");
-    }
-
-    #[test]
-    fn types_by_top_folder() {
-        assert_eq!(component_type_for("scripts/run.py"), ComponentType::Script);
-        assert_eq!(
-            component_type_for("references/a/b.md"),
-            ComponentType::Reference
+    fn refusals_carry_the_server_error_object() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("s");
+        write(
+            &dir.join("SKILL.md"),
+            b"---\nname: s\ndescription: d\n---\nB\n",
         );
-        assert_eq!(
-            component_type_for("templates/t.txt"),
-            ComponentType::Template
-        );
-        assert_eq!(component_type_for("examples/e.md"), ComponentType::Example);
-        assert_eq!(
-            component_type_for("assets/logo.png"),
-            ComponentType::Artifact
-        );
-        assert_eq!(component_type_for("notes.md"), ComponentType::Document);
-        assert_eq!(component_type_for("other/x"), ComponentType::Document);
+        write(&dir.join(".env"), b"TOKEN=x\n");
+        let e = read(&dir).unwrap_err();
+        let body = Failure::json_of(&e);
+        assert_eq!(body["error"]["code"], "VALIDATION_ERROR");
+        assert_eq!(body["error"]["details"]["reason"], "sensitive_files");
+        assert!(read(&tmp.path().join("missing")).is_err());
     }
 
     #[test]
     fn binary_goes_as_base64() {
-        let c = Component {
+        let c = ComponentInput {
             logical_path: "assets/x.bin".into(),
             component_type: ComponentType::Artifact,
-            bytes: vec![0, 159, 146, 150],
+            content: vec![0, 159, 146, 150],
         };
-        assert_eq!(c.to_json()["encoding"], "base64");
-        let t = Component {
-            bytes: b"hello".to_vec(),
+        assert_eq!(component_json(&c)["encoding"], "base64");
+        let t = ComponentInput {
+            content: b"hello".to_vec(),
             ..c
         };
-        assert_eq!(t.to_json()["encoding"], "utf-8");
-        assert_eq!(t.to_json()["content"], "hello");
+        assert_eq!(component_json(&t)["encoding"], "utf-8");
+        assert_eq!(component_json(&t)["content"], "hello");
     }
 }

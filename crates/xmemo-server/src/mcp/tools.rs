@@ -12,6 +12,13 @@ use rmcp::model::{CallToolResult, JsonObject, Tool, ToolAnnotations};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use std::sync::Arc;
+use xmemo_core::limits::{
+    COMPONENT_CONTENT_MAX_CHARS, COMPONENT_MAX_BYTES, DESCRIPTION_MAX_CHARS,
+    EXECUTE_TIMEOUT_DEFAULT_SECONDS, EXECUTE_TIMEOUT_MAX_SECONDS, EXECUTE_TIMEOUT_MIN_SECONDS,
+    INSTRUCTION_BODY_MAX_BYTES, LOGICAL_PATH_MAX_BYTES, MAX_COMPONENTS, NAME_MAX_CHARS,
+    QUERY_MAX_CHARS, SEARCH_LIMIT_DEFAULT, SEARCH_LIMIT_MAX, SEARCH_LIMIT_MIN, SLUG_MAX_CHARS,
+};
+use xmemo_core::validate::SLUG_PATTERN;
 
 /// Runs a tool for an authenticated caller with the raw `arguments` object.
 pub type ToolFn =
@@ -128,32 +135,45 @@ fn recall_annotations() -> ToolAnnotations {
         .open_world(false)
 }
 
+/// A slug argument: the rule and bound of `validate_slug`.
+fn slug_schema(description: &str) -> Value {
+    json!({
+        "type": "string",
+        "pattern": SLUG_PATTERN, "minLength": 1, "maxLength": SLUG_MAX_CHARS,
+        "description": description
+    })
+}
+
+/// A logical path argument (`validate_logical_path`'s bound, in bytes, is an upper bound
+/// on its characters).
+fn logical_path_schema(description: &str) -> Value {
+    json!({
+        "type": "string", "minLength": 1, "maxLength": LOGICAL_PATH_MAX_BYTES,
+        "description": description
+    })
+}
+
 fn recall_schema() -> Value {
     json!({
         "type": "object",
         "properties": {
             "query": {
-                "type": "string",
+                "type": "string", "minLength": 1, "maxLength": QUERY_MAX_CHARS,
                 "description": "Level 0: words describing the task, e.g. \"deploy the billing service\". Do not combine with `slug`."
             },
             "limit": {
-                "type": "integer", "minimum": 1, "maximum": 50,
-                "description": "Level 0: how many descriptors to return (default 10)."
+                "type": "integer", "minimum": SEARCH_LIMIT_MIN, "maximum": SEARCH_LIMIT_MAX,
+                "default": SEARCH_LIMIT_DEFAULT,
+                "description": format!("Level 0: how many descriptors to return (default {SEARCH_LIMIT_DEFAULT}).")
             },
-            "slug": {
-                "type": "string",
-                "description": "Levels 1 and 2: the skill's slug as returned by Level 0, e.g. \"deploy-procedure\"."
-            },
+            "slug": slug_schema("Levels 1 and 2: the skill's slug as returned by Level 0, e.g. \"deploy-procedure\"."),
             "revision_id": {
                 "type": "string",
                 "description": "Level 1: load this exact revision instead of the published/latest one. Level 2: required, the revision_id returned by Level 1."
             },
-            "resource": {
-                "type": "string",
-                "description": "Level 2: the logical_path of one resource listed by Level 1, e.g. \"scripts/check.py\"."
-            },
+            "resource": logical_path_schema("Level 2: the logical_path of one resource listed by Level 1, e.g. \"scripts/check.py\"."),
             "workspace": {
-                "type": "string",
+                "type": "string", "minLength": 1,
                 "description": "Optional: limit to one workspace (\"personal\", a team handle or a workspace id). Needed when a slug is ambiguous."
             }
         },
@@ -210,40 +230,33 @@ fn save_schema() -> Value {
     json!({
         "type": "object",
         "properties": {
-            "slug": {
-                "type": "string",
-                "pattern": "^[a-z0-9]+(-[a-z0-9]+)*$", "minLength": 1, "maxLength": 64,
-                "description": "Stable identifier: lowercase words joined by hyphens, e.g. \"release-checklist\"."
-            },
+            "slug": slug_schema("Stable identifier: lowercase words joined by hyphens, e.g. \"release-checklist\"."),
             "name": {
-                "type": "string", "maxLength": 128,
+                "type": "string", "minLength": 1, "maxLength": NAME_MAX_CHARS,
                 "description": "Display name. Required on the first save of a slug."
             },
             "description": {
-                "type": "string", "maxLength": 1024,
+                "type": "string", "minLength": 1, "maxLength": DESCRIPTION_MAX_CHARS,
                 "description": "One or two sentences saying what the skill does and when to use it (this is what Level 0 search shows). Required on the first save of a slug."
             },
             "instruction_body": {
-                "type": "string",
-                "description": "The procedure itself, in Markdown: the steps an agent should follow (at most 65,536 bytes)."
+                "type": "string", "minLength": 1, "maxLength": INSTRUCTION_BODY_MAX_BYTES,
+                "description": format!("The procedure itself, in Markdown: the steps an agent should follow (at most {INSTRUCTION_BODY_MAX_BYTES} bytes of UTF-8).")
             },
             "components": {
-                "type": "array", "maxItems": 50,
+                "type": "array", "maxItems": MAX_COMPONENTS,
                 "description": "Supporting files of this revision (replaces the previous revision's set).",
                 "items": {
                     "type": "object",
                     "properties": {
-                        "logical_path": {
-                            "type": "string",
-                            "description": "Relative POSIX path, e.g. \"scripts/check.py\" or \"references/api.md\"."
-                        },
+                        "logical_path": logical_path_schema("Relative POSIX path, e.g. \"scripts/check.py\" or \"references/api.md\"."),
                         "type": {
                             "type": "string",
                             "enum": ["reference", "example", "template", "document", "artifact", "script"]
                         },
                         "content": {
-                            "type": "string",
-                            "description": "File content (at most 131,072 bytes once decoded)."
+                            "type": "string", "maxLength": COMPONENT_CONTENT_MAX_CHARS,
+                            "description": format!("File content (at most {COMPONENT_MAX_BYTES} bytes once decoded).")
                         },
                         "encoding": {
                             "type": "string", "enum": ["utf-8", "base64"],
@@ -263,7 +276,7 @@ fn save_schema() -> Value {
                 "description": "\"draft\" (default) or \"publish\"."
             },
             "workspace": {
-                "type": "string",
+                "type": "string", "minLength": 1,
                 "description": "Where to save: \"personal\" (default) or a team handle."
             },
             "expected_revision_id": {
@@ -319,12 +332,17 @@ fn execute_schema() -> Value {
     json!({
         "type": "object",
         "properties": {
-            "slug": { "type": "string", "description": "The skill's slug." },
-            "revision_id": { "type": "string", "description": "The pinned revision (from recall Level 1)." },
-            "script_path": { "type": "string", "description": "logical_path of a `script` component of that revision." },
+            "slug": slug_schema("The skill's slug."),
+            "revision_id": { "type": "string", "minLength": 1, "description": "The pinned revision (from recall Level 1)." },
+            "script_path": logical_path_schema("logical_path of a `script` component of that revision."),
             "input_args": { "type": "object", "description": "JSON object passed to the script on stdin." },
-            "timeout_seconds": { "type": "integer", "minimum": 1, "maximum": 60, "description": "Wall-clock limit (default 30)." },
-            "workspace": { "type": "string", "description": "Optional workspace (\"personal\", a team handle or id)." }
+            "timeout_seconds": {
+                "type": "integer",
+                "minimum": EXECUTE_TIMEOUT_MIN_SECONDS, "maximum": EXECUTE_TIMEOUT_MAX_SECONDS,
+                "default": EXECUTE_TIMEOUT_DEFAULT_SECONDS,
+                "description": format!("Wall-clock limit in seconds (default {EXECUTE_TIMEOUT_DEFAULT_SECONDS}).")
+            },
+            "workspace": { "type": "string", "minLength": 1, "description": "Optional workspace (\"personal\", a team handle or id)." }
         },
         "required": ["slug", "revision_id", "script_path"],
         "additionalProperties": false

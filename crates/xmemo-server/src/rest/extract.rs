@@ -7,10 +7,10 @@ use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
+use xmemo_core::limits::ATTRIBUTION_MAX_CHARS;
 
 pub const AGENT_ID_HEADER: &str = "x-memory-os-agent-id";
 pub const AGENT_INSTANCE_HEADER: &str = "x-memory-os-agent-instance-id";
-const ATTRIBUTION_MAX_CHARS: usize = 128;
 
 /// JSON body; syntax errors, wrong types and unknown fields → VALIDATION_ERROR, over the body
 /// limit → PAYLOAD_TOO_LARGE.

@@ -73,10 +73,14 @@ impl Service {
         account: &Account,
         req: CreateKeyRequest,
     ) -> ServiceResult<CreatedKey> {
+        use xmemo_core::limits::KEY_NAME_MAX_CHARS;
         let name = req.name.trim().to_string();
-        if name.is_empty() || name.chars().count() > 128 || name.chars().any(char::is_control) {
+        if name.is_empty()
+            || name.chars().count() > KEY_NAME_MAX_CHARS
+            || name.chars().any(char::is_control)
+        {
             return Err(ServiceError::validation(
-                "name must be 1 to 128 printable characters",
+                format!("name must be 1 to {KEY_NAME_MAX_CHARS} printable characters"),
                 "name",
             ));
         }

@@ -23,6 +23,10 @@ use crate::metrics::{Metrics, Refusal};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
+use xmemo_core::limits::{
+    EXECUTE_INPUT_ARGS_MAX_BYTES as INPUT_ARGS_MAX_BYTES, EXECUTE_TIMEOUT_DEFAULT_SECONDS,
+    EXECUTE_TIMEOUT_MAX_SECONDS, EXECUTE_TIMEOUT_MIN_SECONDS,
+};
 use xmemo_core::{ComponentType, RevisionStatus, Role, Scope};
 use xmemo_sandbox::{
     ExecutionLimits, Isolation, RunOutcome, RunRequest, RunStatus, SandboxEngine, SandboxError,
@@ -30,12 +34,6 @@ use xmemo_sandbox::{
 };
 use xmemo_store::{AuditDraft, Revision, Skill, Workspace};
 
-/// Default wall-clock limit of an execution, seconds.
-pub const TIMEOUT_DEFAULT_SECONDS: i64 = 30;
-/// Accepted `timeout_seconds` range.
-pub const TIMEOUT_RANGE_SECONDS: (i64, i64) = (1, 60);
-/// Largest `input_args` accepted, as serialized JSON bytes.
-pub const INPUT_ARGS_MAX_BYTES: usize = 1024 * 1024;
 /// Audit action of an execution that ran.
 pub const AUDIT_EXECUTE: &str = "skill.execute";
 /// Audit action of an execution refused after its access checks (nothing ran).
@@ -123,8 +121,10 @@ impl Service {
                 "executions need the revision_id returned by a Level 1 recall, so the script cannot change under a running workflow".into(),
             ));
         };
-        let timeout_seconds = req.timeout_seconds.unwrap_or(TIMEOUT_DEFAULT_SECONDS);
-        let (min, max) = TIMEOUT_RANGE_SECONDS;
+        let timeout_seconds = req
+            .timeout_seconds
+            .unwrap_or(EXECUTE_TIMEOUT_DEFAULT_SECONDS);
+        let (min, max) = (EXECUTE_TIMEOUT_MIN_SECONDS, EXECUTE_TIMEOUT_MAX_SECONDS);
         if !(min..=max).contains(&timeout_seconds) {
             return Err(ServiceError::Validation(
                 format!("timeout_seconds must be between {min} and {max}"),

@@ -351,13 +351,15 @@ pub(super) fn save_target(
     })
 }
 
-/// Review notes and archive reasons: trimmed, empty means none, at most 2000 characters.
+/// Review notes and archive reasons: trimmed, empty means none, at most
+/// [`NOTE_MAX_CHARS`](xmemo_core::limits::NOTE_MAX_CHARS) characters.
 fn checked_note(field: &str, text: Option<String>) -> ServiceResult<Option<String>> {
+    use xmemo_core::limits::NOTE_MAX_CHARS;
     let text = text.map(|n| n.trim().to_string()).filter(|n| !n.is_empty());
     if let Some(n) = &text {
-        if n.chars().count() > 2000 {
+        if n.chars().count() > NOTE_MAX_CHARS {
             return Err(ServiceError::validation(
-                format!("{field} is limited to 2000 characters"),
+                format!("{field} is limited to {NOTE_MAX_CHARS} characters"),
                 field,
             ));
         }

@@ -235,14 +235,20 @@ pub struct WorkspaceView {
 #[serde(deny_unknown_fields)]
 pub struct ExecuteRequest {
     /// Slug of the skill.
+    #[schemars(length(min = 1, max = xmemo_core::limits::SLUG_MAX_CHARS))]
     pub slug: String,
     /// The revision to run (from a Level 1 recall). Required.
     pub revision_id: Option<String>,
     /// Logical path of a component of type `script` declared in that revision.
+    #[schemars(length(min = 1, max = xmemo_core::limits::LOGICAL_PATH_MAX_BYTES))]
     pub script_path: String,
     /// JSON object given to the script on stdin (default `{}`).
     pub input_args: Option<Value>,
     /// Wall-clock limit, 1–60 seconds (default 30).
+    #[schemars(range(
+        min = xmemo_core::limits::EXECUTE_TIMEOUT_MIN_SECONDS,
+        max = xmemo_core::limits::EXECUTE_TIMEOUT_MAX_SECONDS
+    ))]
     pub timeout_seconds: Option<i64>,
     /// Workspace id or handle (`personal`, a team handle) when the slug is ambiguous.
     pub workspace: Option<String>,
