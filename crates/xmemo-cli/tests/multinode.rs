@@ -1,6 +1,7 @@
 //! Two `xmemo serve` nodes on one PostgreSQL database: revision numbers stay gap-free across
 //! nodes, publish races leave one published revision, and what one node saves the other
-//! serves at once. Skips (with the reason) without PostgreSQL, except when CI=true.
+//! serves at once. Fails without PostgreSQL (skips, loudly, only with
+//! `XMEMO_TEST_ALLOW_SKIP=1`).
 
 use reqwest::Client;
 use serde_json::{Value, json};

@@ -1,10 +1,7 @@
-//! Every real-world package of `../shared/corpus/anthropics-skills/` (or
-//! `XMEMO_CORPUS_DIR`): the ones within the limits import, export and re-import with the
-//! same canonical_hash and byte-identical components; the ones over a limit (`claude-api`,
-//! 65 components) fail with VALIDATION_ERROR naming the limit and the count.
-//!
-//! Without the corpus the tests pass with a note, except under CI (`CI` set), where a
-//! missing corpus is a failure.
+//! Every real-world package of `tests/corpus/anthropics-skills/` (or `XMEMO_CORPUS_DIR`):
+//! the ones within the limits import, export and re-import with the same canonical_hash and
+//! byte-identical components; the ones over a limit (`claude-api`, 65 components) fail with
+//! VALIDATION_ERROR naming the limit and the count. A missing corpus fails the tests.
 
 mod common;
 
@@ -22,14 +19,7 @@ use xmemo_core::{ErrorCode, RevisionStatus};
 const OVER_LIMIT: &[(&str, &str, u64, u64)] = &[("claude-api", "components", 50, 65)];
 
 fn packages() -> Vec<(String, PathBuf)> {
-    let Some(dir) = corpus_dir() else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "the corpus (../shared/corpus/anthropics-skills) is missing under CI"
-        );
-        eprintln!("corpus not found: skipped (set XMEMO_CORPUS_DIR)");
-        return Vec::new();
-    };
+    let dir = corpus_dir();
     let mut out: Vec<(String, PathBuf)> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -153,9 +143,7 @@ fn every_corpus_package_round_trips_or_fails_with_its_limit() {
         assert_eq!(e.paths(), std::slice::from_ref(&logical), "{name}");
         assert!(e.to_string().contains(&logical), "{e}");
     }
-    if corpus_dir().is_some() {
-        assert!(imported >= 10, "only {imported} corpus packages imported");
-    }
+    assert!(imported >= 10, "only {imported} corpus packages imported");
 }
 
 #[test]

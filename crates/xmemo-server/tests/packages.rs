@@ -186,17 +186,9 @@ async fn components_via_level2(
     out
 }
 
-/// The corpus packages, sorted; empty (with a note) when the corpus is absent, except under
-/// CI, where that is a failure.
+/// The corpus packages, sorted (a missing corpus fails the test).
 fn corpus() -> Vec<(String, PathBuf)> {
-    let Some(dir) = pkg::corpus_dir() else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "the corpus (../shared/corpus/anthropics-skills, or XMEMO_CORPUS_DIR) is missing under CI"
-        );
-        eprintln!("corpus not found: skipped (set XMEMO_CORPUS_DIR)");
-        return Vec::new();
-    };
+    let dir = pkg::corpus_dir();
     let mut out: Vec<(String, PathBuf)> = std::fs::read_dir(&dir)
         .expect("read corpus")
         .map(|e| e.expect("entry").path())
@@ -223,9 +215,6 @@ fn corpus() -> Vec<(String, PathBuf)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_corpus_package_round_trips_or_fails_with_its_limit() {
     let packages = corpus();
-    if packages.is_empty() {
-        return;
-    }
     let s = TestServer::start().await;
     let key = s.admin_key.clone();
     team(&s, &key, "corpus").await;

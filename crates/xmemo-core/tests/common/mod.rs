@@ -176,14 +176,22 @@ pub fn noise(len: usize, seed: u64) -> Vec<u8> {
         .collect()
 }
 
-/// `../shared/corpus/anthropics-skills` beside the repository, or `XMEMO_CORPUS_DIR`.
-pub fn corpus_dir() -> Option<PathBuf> {
+/// The real-world corpus: `tests/corpus/anthropics-skills` of this repository, or
+/// `XMEMO_CORPUS_DIR`. It ships with the clone, so a missing one fails the test rather than
+/// letting it pass on nothing.
+pub fn corpus_dir() -> PathBuf {
     let dir = std::env::var_os("XMEMO_CORPUS_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus/anthropics-skills")
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/corpus/anthropics-skills")
         });
-    dir.is_dir().then_some(dir)
+    assert!(
+        dir.is_dir(),
+        "the skill corpus is missing at {} (it ships with the repository in \
+         tests/corpus/anthropics-skills; XMEMO_CORPUS_DIR overrides the path)",
+        dir.display()
+    );
+    dir
 }
 
 /// Every regular file under `dir`, paths relative to it with `/`, sorted.

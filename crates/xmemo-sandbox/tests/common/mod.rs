@@ -7,11 +7,6 @@ use std::time::Duration;
 
 use xmemo_sandbox::{ExecutionLimits, RunRequest, SandboxConfig, SandboxEngine, SandboxFile};
 
-/// True when the tests run in CI (`CI=true`): a missing bubblewrap then fails the test.
-pub fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true")
-}
-
 /// Whether a bare bubblewrap sandbox can run on this machine at all (independently of the
 /// engine), so that an engine bug is never mistaken for a machine without bubblewrap.
 fn bare_bwrap_works() -> Result<(), String> {
@@ -53,9 +48,10 @@ fn bare_bwrap_works() -> Result<(), String> {
     }
 }
 
-/// An engine with bubblewrap available, or `None` (after printing why) when bubblewrap
-/// cannot run on this machine. In CI a missing bubblewrap fails instead of skipping. If bare
-/// bubblewrap works but the engine says unavailable, that is an engine bug: fail.
+/// An engine with bubblewrap available. When bubblewrap cannot run on this machine the test
+/// fails, unless `XMEMO_TEST_ALLOW_SKIP=1`, where this is `None` (after a loud line) and the
+/// test skips. If bare bubblewrap works but the engine says unavailable, that is an engine
+/// bug: always fail.
 pub async fn engine_with(config: SandboxConfig) -> Option<SandboxEngine> {
     let engine = SandboxEngine::new(config).await;
     let state = engine.state();
@@ -68,15 +64,9 @@ pub async fn engine_with(config: SandboxConfig) -> Option<SandboxEngine> {
             state.reason
         ),
         Err(why) => {
-            if in_ci() {
-                panic!(
-                    "CI=true and bubblewrap cannot run: {} ({why})",
-                    state.reason
-                );
-            }
-            eprintln!(
-                "SKIPPED: bubblewrap cannot run on this machine: {} ({why})",
-                state.reason
+            xmemo_testkit::dependency_missing(
+                "the bubblewrap sandbox",
+                &format!("{} ({why})", state.reason),
             );
             None
         }
