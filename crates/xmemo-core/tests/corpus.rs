@@ -6,7 +6,6 @@
 mod common;
 
 use common::*;
-use std::path::PathBuf;
 use std::time::Duration;
 use xmemo_core::diff::diff_revisions;
 use xmemo_core::package::{
@@ -17,19 +16,6 @@ use xmemo_core::{ErrorCode, RevisionStatus};
 /// Packages that exceed a limit on purpose of their authors, with the expected
 /// (field, limit, actual).
 const OVER_LIMIT: &[(&str, &str, u64, u64)] = &[("claude-api", "components", 50, 65)];
-
-fn packages() -> Vec<(String, PathBuf)> {
-    let dir = corpus_dir();
-    let mut out: Vec<(String, PathBuf)> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.is_dir())
-        .map(|p| (p.file_name().unwrap().to_str().unwrap().to_string(), p))
-        .collect();
-    out.sort();
-    assert!(out.len() >= 10, "expected the whole corpus in {dir:?}");
-    out
-}
 
 fn capsule_input(slug: &str, content: xmemo_core::RevisionContent) -> CapsuleInput {
     CapsuleInput {
@@ -58,8 +44,8 @@ fn by_path(files: &[PackageFile], path: &str) -> Vec<u8> {
 fn every_corpus_package_round_trips_or_fails_with_its_limit() {
     let limits = ArchiveLimits::default();
     let mut imported = 0;
-    for (name, dir) in packages() {
-        let files = read_tree(&dir);
+    for (name, path) in corpus_packages() {
+        let files = read_package(&path);
         let zip = zip_tree(&name, &files);
         let result = read_zip(&zip, &limits);
 
@@ -148,10 +134,10 @@ fn every_corpus_package_round_trips_or_fails_with_its_limit() {
 
 #[test]
 fn corpus_packages_diff_against_each_other() {
-    let packages: Vec<_> = packages()
+    let packages: Vec<_> = corpus_packages()
         .into_iter()
         .filter(|(n, _)| !OVER_LIMIT.iter().any(|(o, ..)| o == n))
-        .map(|(_, dir)| read_files(read_tree(&dir)).unwrap())
+        .map(|(_, path)| read_files(read_package(&path)).unwrap())
         .collect();
     for pair in packages.windows(2) {
         let d = diff_revisions(&pair[0].content, &pair[1].content, Duration::from_secs(2));
@@ -189,8 +175,8 @@ fn exported_skill_md_matches_the_original_for_simple_frontmatter() {
     // original file byte for byte.
     let mut same = 0;
     let mut total = 0;
-    for (name, dir) in packages() {
-        let files = read_tree(&dir);
+    for (name, path) in corpus_packages() {
+        let files = read_package(&path);
         let Ok(p) = read_files(files.clone()) else {
             continue;
         };

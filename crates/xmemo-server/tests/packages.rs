@@ -31,7 +31,6 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashMap};
 use std::io::{Cursor, Write};
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -186,41 +185,19 @@ async fn components_via_level2(
     out
 }
 
-/// The corpus packages, sorted (a missing corpus fails the test).
-fn corpus() -> Vec<(String, PathBuf)> {
-    let dir = pkg::corpus_dir();
-    let mut out: Vec<(String, PathBuf)> = std::fs::read_dir(&dir)
-        .expect("read corpus")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.is_dir())
-        .map(|p| {
-            (
-                p.file_name()
-                    .and_then(|n| n.to_str())
-                    .expect("utf-8 name")
-                    .to_string(),
-                p,
-            )
-        })
-        .collect();
-    out.sort();
-    assert!(out.len() >= 10, "expected the whole corpus in {dir:?}");
-    out
-}
-
 // ------------------------------------------------------------------------------------------
 // 1. The corpus
 // ------------------------------------------------------------------------------------------
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_corpus_package_round_trips_or_fails_with_its_limit() {
-    let packages = corpus();
+    let packages = pkg::corpus_packages();
     let s = TestServer::start().await;
     let key = s.admin_key.clone();
     team(&s, &key, "corpus").await;
     let mut round_tripped = 0;
     for (name, dir) in &packages {
-        let files: Vec<_> = pkg::read_tree(dir)
+        let files: Vec<_> = pkg::read_package(dir)
             .into_iter()
             .filter(|f| !xmemo_core::package::is_ignored_path(&f.path))
             .collect();

@@ -194,6 +194,52 @@ pub fn corpus_dir() -> PathBuf {
     dir
 }
 
+/// The corpus packages by name, sorted: each folder of the corpus, and each `<name>.zip`
+/// (a package kept zipped, its files under `<name>/`).
+pub fn corpus_packages() -> Vec<(String, PathBuf)> {
+    let dir = corpus_dir();
+    let mut out: Vec<(String, PathBuf)> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter_map(|p| {
+            let name = p.file_name()?.to_str()?.to_string();
+            if p.is_dir() {
+                Some((name, p))
+            } else {
+                let stem = name.strip_suffix(".zip")?.to_string();
+                Some((stem, p))
+            }
+        })
+        .collect();
+    out.sort();
+    assert!(out.len() >= 10, "expected the whole corpus in {dir:?}");
+    out
+}
+
+/// A corpus package's files (see [`corpus_packages`]), paths relative to the package, sorted.
+pub fn read_package(path: &Path) -> Vec<PackageFile> {
+    if path.is_dir() {
+        return read_tree(path);
+    }
+    let stem = path.file_stem().unwrap().to_str().unwrap();
+    let prefix = format!("{stem}/");
+    let mut archive = zip::ZipArchive::new(std::fs::File::open(path).unwrap()).unwrap();
+    let mut out = Vec::new();
+    for i in 0..archive.len() {
+        let mut entry = archive.by_index(i).unwrap();
+        if entry.is_dir() {
+            continue;
+        }
+        let name = entry.name().unwrap().to_string();
+        let rel = name.strip_prefix(&prefix).unwrap().to_string();
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut entry, &mut bytes).unwrap();
+        out.push(PackageFile::new(rel, bytes));
+    }
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    out
+}
+
 /// Every regular file under `dir`, paths relative to it with `/`, sorted.
 pub fn read_tree(dir: &Path) -> Vec<PackageFile> {
     fn walk(root: &Path, dir: &Path, out: &mut Vec<PackageFile>) {
