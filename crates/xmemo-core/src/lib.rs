@@ -10,6 +10,7 @@ pub mod ids;
 pub mod lifecycle;
 pub mod limits;
 pub mod media;
+pub mod memory;
 pub mod model;
 pub mod package;
 pub mod validate;

@@ -38,6 +38,18 @@ pub const EXECUTE_TIMEOUT_DEFAULT_SECONDS: i64 = 30;
 /// Largest `input_args` of an execution, as serialized JSON bytes.
 pub const EXECUTE_INPUT_ARGS_MAX_BYTES: usize = 1024 * 1024;
 
+/// Memories (SPEC §9): content bytes (UTF-8), title characters, tag count and tag length
+/// (each tag is a slug), and the result count of one recall.
+pub const MEMORY_CONTENT_MAX_BYTES: usize = 16 * 1024;
+pub const MEMORY_TITLE_MAX_CHARS: usize = 200;
+pub const MEMORY_TAGS_MAX: usize = 20;
+pub const MEMORY_TAG_MAX_CHARS: usize = SLUG_MAX_CHARS;
+pub const MEMORY_RECALL_LIMIT_MIN: u32 = 1;
+pub const MEMORY_RECALL_LIMIT_MAX: u32 = 50;
+pub const MEMORY_RECALL_LIMIT_DEFAULT: u32 = 10;
+/// Characters of content a compact recall result carries (the excerpt).
+pub const MEMORY_EXCERPT_CHARS: usize = 240;
+
 #[cfg(test)]
 mod tests {
     use super::*;

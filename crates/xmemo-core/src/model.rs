@@ -81,6 +81,23 @@ string_enum!(
     Scope { Read => "memory:read", Write => "memory:write" }
 );
 
+string_enum!(
+    /// What a memory records (SPEC §9).
+    MemoryKind {
+        Preference => "preference",
+        Fact => "fact",
+        Decision => "decision",
+        Todo => "todo",
+        Progress => "progress",
+        Note => "note",
+    }
+);
+
+string_enum!(
+    /// A memory is recalled while active; forgetting is soft and restorable.
+    MemoryStatus { Active => "active", Forgotten => "forgotten" }
+);
+
 impl Role {
     /// May write content (save drafts, propose).
     pub fn can_write(self) -> bool {

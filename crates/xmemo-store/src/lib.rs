@@ -120,6 +120,28 @@ pub trait Store: Send + Sync + 'static {
     /// Level 0: active skills with a published revision in the given workspaces.
     async fn search(&self, query: &SearchQuery) -> StoreResult<Vec<Descriptor>>;
 
+    // ---- memories (SPEC §9) ----
+    /// Creates the memory, its first version and audit entry, unless an identical active
+    /// memory (workspace, project, kind, content) exists: then that one, `created: false`,
+    /// and nothing is written.
+    async fn remember(&self, new: NewMemory, audit: AuditDraft) -> StoreResult<RememberOutcome>;
+    async fn get_memory(&self, memory_id: &str) -> StoreResult<Option<Memory>>;
+    /// Every version of the given memories, by memory then version.
+    async fn memory_history(&self, memory_ids: &[String]) -> StoreResult<Vec<MemoryVersion>>;
+    /// Appends the next version (compare-and-set on `expected_version`; a forgotten memory
+    /// is not updated).
+    async fn update_memory(&self, update: MemoryUpdate) -> StoreResult<Memory>;
+    /// Compare-and-set of the status (forget, restore).
+    async fn set_memory_status(&self, change: MemoryStatusChange) -> StoreResult<Memory>;
+    async fn recall_memories(&self, query: &MemoryQuery) -> StoreResult<Vec<MemoryHit>>;
+    /// Memories of the workspaces in id order, after `after` (exports).
+    async fn memory_page(
+        &self,
+        workspace_ids: &[String],
+        after: Option<&str>,
+        limit: u32,
+    ) -> StoreResult<Vec<Memory>>;
+
     // ---- audit ----
     async fn append_audit(&self, audit: AuditDraft) -> StoreResult<()>;
     async fn list_audit(&self, filter: &AuditFilter) -> StoreResult<Vec<AuditEntry>>;

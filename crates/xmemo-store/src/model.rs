@@ -337,3 +337,107 @@ pub fn hashed_components(
 pub fn parse_component_type(s: &str) -> Result<ComponentType, crate::StoreError> {
     s.parse().map_err(crate::StoreError::Internal)
 }
+
+// ---- memories (SPEC §9) ----
+
+/// A memory at its current version.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Memory {
+    pub memory_id: String,
+    pub workspace_id: String,
+    pub kind: xmemo_core::MemoryKind,
+    pub title: Option<String>,
+    pub content: String,
+    pub tags: Vec<String>,
+    pub project: Option<String>,
+    pub expires_at: Option<String>,
+    pub status: xmemo_core::MemoryStatus,
+    pub forgotten_reason: Option<String>,
+    pub forgotten_at: Option<String>,
+    /// 1 when remembered; +1 on every update of its content, title, tags or kind.
+    pub version: i64,
+    /// Who remembered it.
+    pub attribution: Attribution,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+/// One version of a memory's content, as it was written (the history readable by id).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemoryVersion {
+    pub memory_id: String,
+    pub version: i64,
+    pub kind: xmemo_core::MemoryKind,
+    pub title: Option<String>,
+    pub content: String,
+    pub tags: Vec<String>,
+    /// Who wrote this version.
+    pub attribution: Attribution,
+    pub created_at: String,
+}
+
+/// A memory to create; `memory_id` is chosen by the caller.
+#[derive(Debug, Clone)]
+pub struct NewMemory {
+    pub memory_id: String,
+    pub workspace_id: String,
+    pub content: xmemo_core::memory::MemoryContent,
+    pub content_hash: String,
+    pub expires_at: Option<String>,
+    pub attribution: Attribution,
+}
+
+#[derive(Debug, Clone)]
+pub struct RememberOutcome {
+    pub memory: Memory,
+    /// False when an identical active memory (same workspace, project, kind and content)
+    /// already existed: it is returned and nothing is written.
+    pub created: bool,
+}
+
+/// The next version of a memory, if it is still at `expected_version` and active.
+#[derive(Debug, Clone)]
+pub struct MemoryUpdate {
+    pub memory_id: String,
+    pub expected_version: i64,
+    pub content: xmemo_core::memory::MemoryContent,
+    pub content_hash: String,
+    pub attribution: Attribution,
+    pub audit: AuditDraft,
+}
+
+/// Forget (active → forgotten, with a reason) or restore (forgotten → active).
+#[derive(Debug, Clone)]
+pub struct MemoryStatusChange {
+    pub memory_id: String,
+    pub from: xmemo_core::MemoryStatus,
+    pub to: xmemo_core::MemoryStatus,
+    pub reason: Option<String>,
+    pub audit: AuditDraft,
+}
+
+/// A recall: full text (optional) and filters, in the given workspaces.
+#[derive(Debug, Clone, Default)]
+pub struct MemoryQuery {
+    pub workspace_ids: Vec<String>,
+    pub text: Option<String>,
+    pub kind: Option<xmemo_core::MemoryKind>,
+    /// Memories carrying every one of these tags.
+    pub tags: Vec<String>,
+    pub project: Option<String>,
+    pub agent_instance_id: Option<String>,
+    /// Bounds on `updated_at` (inclusive), RFC 3339 in the store's format.
+    pub since: Option<String>,
+    pub until: Option<String>,
+    pub include_forgotten: bool,
+    /// Memories whose `expires_at` is at or before this instant are left out.
+    pub now: String,
+    pub limit: u32,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemoryHit {
+    pub memory: Memory,
+    /// Full-text relevance (higher is better); 0 for a recall without text.
+    pub score: f64,
+}

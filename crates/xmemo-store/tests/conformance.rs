@@ -131,7 +131,7 @@ macro_rules! conformance {
                 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
                 async fn $case() {
                     let db = super::sqlite_db().await;
-                    super::cases::$case(&db).await;
+                    super::all_cases::$case(&db).await;
                 }
             )*
         }
@@ -140,7 +140,7 @@ macro_rules! conformance {
                 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
                 async fn $case() {
                     let Some(db) = super::postgres_db().await else { return };
-                    super::cases::$case(&db).await;
+                    super::all_cases::$case(&db).await;
                 }
             )*
         }
@@ -168,6 +168,11 @@ conformance!(
     audit_log_is_append_only,
     table_counts_use_common_names,
     revision_source_round_trips,
+    memories_remember_and_identical_content,
+    memories_update_keeps_history_and_is_compare_and_set,
+    memories_forget_and_restore,
+    memories_recall_ranks_and_filters,
+    memories_concurrent_updates_one_wins,
 );
 
 // ---------------------------------------------------------------------------------------------
@@ -352,12 +357,55 @@ const TABLE_NAMES: &[&str] = &[
     "audit_log",
     "blobs",
     "memberships",
+    "memories",
+    "memory_tags",
+    "memory_versions",
     "revision_components",
     "revisions",
     "skills",
     "skills_fts",
     "workspaces",
 ];
+
+fn memory_content(
+    kind: xmemo_core::MemoryKind,
+    content: &str,
+) -> xmemo_core::memory::MemoryContent {
+    xmemo_core::memory::MemoryContent {
+        kind,
+        content: content.into(),
+        title: None,
+        tags: vec![],
+        project: None,
+    }
+}
+
+fn new_memory(ws: &str, who: &Attribution, c: xmemo_core::memory::MemoryContent) -> NewMemory {
+    NewMemory {
+        memory_id: xmemo_core::new_id("mem"),
+        workspace_id: ws.to_string(),
+        content_hash: xmemo_core::memory::memory_content_hash(&c.content),
+        content: c,
+        expires_at: None,
+        attribution: who.clone(),
+    }
+}
+
+async fn remember(store: &DynStore, new: NewMemory) -> RememberOutcome {
+    let audit = AuditDraft::new("memory.remember", &new.attribution)
+        .workspace(&new.workspace_id)
+        .details(json!({"memory_id": new.memory_id}));
+    store.remember(new, audit).await.unwrap()
+}
+
+fn memory_query(workspaces: &[&str]) -> MemoryQuery {
+    MemoryQuery {
+        workspace_ids: workspaces.iter().map(|w| w.to_string()).collect(),
+        now: now(),
+        limit: 50,
+        ..Default::default()
+    }
+}
 
 // ---------------------------------------------------------------------------------------------
 // Cases
@@ -1833,6 +1881,9 @@ mod cases {
             ("audit_log", 2),
             ("blobs", 0),
             ("memberships", 1),
+            ("memories", 0),
+            ("memory_tags", 0),
+            ("memory_versions", 0),
             ("revision_components", 0),
             ("revisions", 1),
             ("skills", 1),
@@ -2027,6 +2078,464 @@ async fn transcript(store: &DynStore) -> Vec<String> {
     out
 }
 
+mod all_cases {
+    pub use super::cases::*;
+    pub use super::memory_cases::*;
+}
+
+mod memory_cases {
+    use super::*;
+    use xmemo_core::{MemoryKind, MemoryStatus};
+
+    pub async fn memories_remember_and_identical_content(db: &TestDb) {
+        let store = db.store();
+        let alice = account(&store, "alice").await;
+        let ws = alice.personal_workspace_id.as_str();
+        let who = actor(&alice.account_id);
+        let mut c = memory_content(MemoryKind::Preference, "Use tabs, not spaces.");
+        c.title = Some("Indentation".into());
+        c.tags = vec!["style".into(), "editor".into()];
+        c.project = Some("xmemo".into());
+        let first = remember(&store, new_memory(ws, &who, c.clone())).await;
+        assert!(first.created);
+        let m = &first.memory;
+        assert!(m.memory_id.starts_with("mem_"));
+        assert_eq!((m.version, m.status), (1, MemoryStatus::Active));
+        assert_eq!(m.tags, ["style", "editor"]);
+        assert_eq!(m.project.as_deref(), Some("xmemo"));
+        assert_eq!(m.attribution, who);
+        assert_eq!(
+            store.get_memory(&m.memory_id).await.unwrap().as_ref(),
+            Some(m)
+        );
+
+        // The same content again (an agent retrying) creates nothing, wherever it comes from.
+        let before = store.table_counts().await.unwrap();
+        let again = remember(&store, new_memory(ws, &actor("someone-else"), c.clone())).await;
+        assert!(!again.created);
+        assert_eq!(again.memory, first.memory);
+        assert_eq!(store.table_counts().await.unwrap(), before);
+
+        // Another kind, another project or no project are other memories.
+        let mut other_kind = c.clone();
+        other_kind.kind = MemoryKind::Fact;
+        assert!(
+            remember(&store, new_memory(ws, &who, other_kind))
+                .await
+                .created
+        );
+        let mut other_project = c.clone();
+        other_project.project = Some("other".into());
+        assert!(
+            remember(&store, new_memory(ws, &who, other_project))
+                .await
+                .created
+        );
+        let mut no_project = c.clone();
+        no_project.project = None;
+        let none = remember(&store, new_memory(ws, &who, no_project)).await;
+        assert!(none.created);
+        assert_eq!(none.memory.project, None);
+        // Another workspace too.
+        let bob = account(&store, "bob").await;
+        let bobs = new_memory(
+            &bob.personal_workspace_id,
+            &actor(&bob.account_id),
+            c.clone(),
+        );
+        assert!(remember(&store, bobs).await.created);
+
+        let history = store.memory_history(&[m.memory_id.clone()]).await.unwrap();
+        assert_eq!(history.len(), 1);
+        assert_eq!(history[0].content, "Use tabs, not spaces.");
+        let audit = store.list_audit(&AuditFilter::default()).await.unwrap();
+        assert_eq!(
+            audit
+                .iter()
+                .filter(|e| e.action == "memory.remember")
+                .count(),
+            5
+        );
+        assert_eq!(verify_audit_chain(&audit), Ok(()));
+    }
+
+    pub async fn memories_update_keeps_history_and_is_compare_and_set(db: &TestDb) {
+        let store = db.store();
+        let alice = account(&store, "alice").await;
+        let ws = alice.personal_workspace_id.as_str();
+        let first = remember(
+            &store,
+            new_memory(
+                ws,
+                &actor(&alice.account_id),
+                memory_content(MemoryKind::Todo, "Write the tests"),
+            ),
+        )
+        .await
+        .memory;
+        let editor = Attribution {
+            agent_instance_id: Some("instance-2".into()),
+            ..actor(&alice.account_id)
+        };
+        let mut next = memory_content(MemoryKind::Progress, "Wrote the tests; CI next");
+        next.tags = vec!["ci".into()];
+        let update = |expected: i64, content: xmemo_core::memory::MemoryContent| MemoryUpdate {
+            memory_id: first.memory_id.clone(),
+            expected_version: expected,
+            content_hash: xmemo_core::memory::memory_content_hash(&content.content),
+            content,
+            attribution: editor.clone(),
+            audit: AuditDraft::new("memory.update", &editor).workspace(ws),
+        };
+        let updated = store.update_memory(update(1, next.clone())).await.unwrap();
+        assert_eq!(updated.version, 2);
+        assert_eq!(updated.kind, MemoryKind::Progress);
+        assert_eq!(updated.content, "Wrote the tests; CI next");
+        assert_eq!(updated.tags, ["ci"]);
+        // The memory keeps who remembered it; the version says who wrote it.
+        assert_eq!(updated.attribution, first.attribution);
+        assert!(updated.updated_at >= first.updated_at);
+
+        let before = store.table_counts().await.unwrap();
+        conflict(
+            store
+                .update_memory(update(1, memory_content(MemoryKind::Note, "stale")))
+                .await,
+        );
+        assert_eq!(store.table_counts().await.unwrap(), before);
+        assert_eq!(
+            store.get_memory(&first.memory_id).await.unwrap().unwrap(),
+            updated
+        );
+
+        let missing = store
+            .update_memory(MemoryUpdate {
+                memory_id: "mem_missing".into(),
+                ..update(1, next.clone())
+            })
+            .await;
+        assert!(
+            matches!(missing, Err(StoreError::NotFound(_))),
+            "{missing:?}"
+        );
+
+        let history = store
+            .memory_history(&[first.memory_id.clone()])
+            .await
+            .unwrap();
+        let versions: Vec<(i64, &str, Option<&str>)> = history
+            .iter()
+            .map(|v| {
+                (
+                    v.version,
+                    v.content.as_str(),
+                    v.attribution.agent_instance_id.as_deref(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            versions,
+            [
+                (1, "Write the tests", Some("instance-1")),
+                (2, "Wrote the tests; CI next", Some("instance-2"))
+            ]
+        );
+        // Tags follow the update (filtering sees the new ones only).
+        let mut q = memory_query(&[ws]);
+        q.tags = vec!["ci".into()];
+        assert_eq!(store.recall_memories(&q).await.unwrap().len(), 1);
+    }
+
+    pub async fn memories_forget_and_restore(db: &TestDb) {
+        let store = db.store();
+        let alice = account(&store, "alice").await;
+        let ws = alice.personal_workspace_id.as_str();
+        let who = actor(&alice.account_id);
+        let c = memory_content(MemoryKind::Decision, "We ship on Tuesdays");
+        let m = remember(&store, new_memory(ws, &who, c.clone()))
+            .await
+            .memory;
+        let change = |from, to, reason: Option<&str>| MemoryStatusChange {
+            memory_id: m.memory_id.clone(),
+            from,
+            to,
+            reason: reason.map(str::to_string),
+            audit: AuditDraft::new("memory.status", &who).workspace(ws),
+        };
+        let forgotten = store
+            .set_memory_status(change(
+                MemoryStatus::Active,
+                MemoryStatus::Forgotten,
+                Some("wrong day"),
+            ))
+            .await
+            .unwrap();
+        assert_eq!(forgotten.status, MemoryStatus::Forgotten);
+        assert_eq!(forgotten.forgotten_reason.as_deref(), Some("wrong day"));
+        assert!(forgotten.forgotten_at.is_some());
+        assert!(
+            store
+                .recall_memories(&memory_query(&[ws]))
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        let mut with_forgotten = memory_query(&[ws]);
+        with_forgotten.include_forgotten = true;
+        assert_eq!(
+            store.recall_memories(&with_forgotten).await.unwrap().len(),
+            1
+        );
+
+        let before = store.table_counts().await.unwrap();
+        conflict(
+            store
+                .set_memory_status(change(MemoryStatus::Active, MemoryStatus::Forgotten, None))
+                .await,
+        );
+        assert_eq!(store.table_counts().await.unwrap(), before);
+
+        // A forgotten memory no longer blocks the same content.
+        let replacement = remember(&store, new_memory(ws, &who, c.clone())).await;
+        assert!(replacement.created);
+        // …and cannot be restored beside it.
+        conflict(
+            store
+                .set_memory_status(change(MemoryStatus::Forgotten, MemoryStatus::Active, None))
+                .await,
+        );
+        let r = &replacement.memory;
+        store
+            .set_memory_status(MemoryStatusChange {
+                memory_id: r.memory_id.clone(),
+                ..change(MemoryStatus::Active, MemoryStatus::Forgotten, None)
+            })
+            .await
+            .unwrap();
+        let restored = store
+            .set_memory_status(change(MemoryStatus::Forgotten, MemoryStatus::Active, None))
+            .await
+            .unwrap();
+        assert_eq!(restored.status, MemoryStatus::Active);
+        assert_eq!(restored.forgotten_reason, None);
+        conflict(
+            store
+                .set_memory_status(change(MemoryStatus::Forgotten, MemoryStatus::Active, None))
+                .await,
+        );
+        // Updating a forgotten memory is refused.
+        let forgotten_update = store
+            .update_memory(MemoryUpdate {
+                memory_id: r.memory_id.clone(),
+                expected_version: 1,
+                content: c.clone(),
+                content_hash: xmemo_core::memory::memory_content_hash(&c.content),
+                attribution: who.clone(),
+                audit: AuditDraft::new("memory.update", &who),
+            })
+            .await;
+        conflict(forgotten_update);
+        let missing = store
+            .set_memory_status(MemoryStatusChange {
+                memory_id: "mem_missing".into(),
+                ..change(MemoryStatus::Active, MemoryStatus::Forgotten, None)
+            })
+            .await;
+        assert!(
+            matches!(missing, Err(StoreError::NotFound(_))),
+            "{missing:?}"
+        );
+    }
+
+    pub async fn memories_recall_ranks_and_filters(db: &TestDb) {
+        let store = db.store();
+        let alice = account(&store, "alice").await;
+        let bob = account(&store, "bob").await;
+        let ws = alice.personal_workspace_id.as_str();
+        let who = actor(&alice.account_id);
+        let other_instance = Attribution {
+            agent_instance_id: Some("runner-7".into()),
+            ..who.clone()
+        };
+        let mut titled = memory_content(MemoryKind::Fact, "The staging database is on port 5433.");
+        titled.title = Some("Deploy target".into());
+        titled.project = Some("shop".into());
+        titled.tags = vec!["deploy".into(), "infra".into()];
+        let titled = remember(&store, new_memory(ws, &who, titled)).await.memory;
+        let mut body = memory_content(
+            MemoryKind::Note,
+            "Remember to deploy after the freeze ends.",
+        );
+        body.tags = vec!["deploy".into()];
+        let body = remember(&store, new_memory(ws, &other_instance, body))
+            .await
+            .memory;
+        let mut expired = new_memory(
+            ws,
+            &who,
+            memory_content(MemoryKind::Todo, "deploy the hotfix"),
+        );
+        expired.expires_at = Some("2000-01-01T00:00:00.000Z".into());
+        remember(&store, expired).await;
+        let mut future = new_memory(
+            ws,
+            &who,
+            memory_content(MemoryKind::Todo, "deploy the release"),
+        );
+        future.expires_at = Some("2999-01-01T00:00:00.000Z".into());
+        let future = remember(&store, future).await.memory;
+        let bobs = memory_content(MemoryKind::Fact, "Bob deploys on Fridays");
+        remember(
+            &store,
+            new_memory(&bob.personal_workspace_id, &actor(&bob.account_id), bobs),
+        )
+        .await;
+
+        let ids = |hits: Vec<MemoryHit>| -> Vec<String> {
+            hits.into_iter().map(|h| h.memory.memory_id).collect()
+        };
+        let mut q = memory_query(&[ws]);
+        q.text = Some("deploy".into());
+        let hits = store.recall_memories(&q).await.unwrap();
+        // The title and tag hit ranks above content-only hits; the expired one and Bob's are
+        // not recalled.
+        assert_eq!(hits.len(), 3, "{hits:?}");
+        assert_eq!(hits[0].memory.memory_id, titled.memory_id);
+        assert!(hits.iter().all(|h| h.score > 0.0));
+        assert!(hits[0].score >= hits[2].score);
+        let mut found = ids(hits);
+        found.sort();
+        let mut expected = vec![
+            titled.memory_id.clone(),
+            body.memory_id.clone(),
+            future.memory_id.clone(),
+        ];
+        expected.sort();
+        assert_eq!(found, expected);
+
+        let mut q = memory_query(&[ws]);
+        q.text = Some("port 5433".into());
+        assert_eq!(
+            ids(store.recall_memories(&q).await.unwrap()),
+            [titled.memory_id.clone()]
+        );
+        q.text = Some("  ** ".into());
+        assert!(store.recall_memories(&q).await.unwrap().is_empty());
+
+        let mut q = memory_query(&[ws]);
+        q.kind = Some(MemoryKind::Note);
+        assert_eq!(
+            ids(store.recall_memories(&q).await.unwrap()),
+            [body.memory_id.clone()]
+        );
+        let mut q = memory_query(&[ws]);
+        q.tags = vec!["deploy".into(), "infra".into()];
+        assert_eq!(
+            ids(store.recall_memories(&q).await.unwrap()),
+            [titled.memory_id.clone()]
+        );
+        let mut q = memory_query(&[ws]);
+        q.project = Some("shop".into());
+        assert_eq!(
+            ids(store.recall_memories(&q).await.unwrap()),
+            [titled.memory_id.clone()]
+        );
+        let mut q = memory_query(&[ws]);
+        q.agent_instance_id = Some("runner-7".into());
+        assert_eq!(
+            ids(store.recall_memories(&q).await.unwrap()),
+            [body.memory_id.clone()]
+        );
+        let mut q = memory_query(&[ws]);
+        q.since = Some("2999-01-01T00:00:00.000Z".into());
+        assert!(store.recall_memories(&q).await.unwrap().is_empty());
+        q.since = None;
+        q.until = Some("2000-01-01T00:00:00.000Z".into());
+        assert!(store.recall_memories(&q).await.unwrap().is_empty());
+
+        // Without text: most recent first, bounded by the limit.
+        let mut q = memory_query(&[ws]);
+        let all = store.recall_memories(&q).await.unwrap();
+        assert_eq!(all.len(), 3);
+        assert!(
+            all.windows(2)
+                .all(|w| w[0].memory.updated_at >= w[1].memory.updated_at)
+        );
+        q.limit = 2;
+        assert_eq!(store.recall_memories(&q).await.unwrap().len(), 2);
+        // Both workspaces at once; none at all.
+        let mut q = memory_query(&[ws, &bob.personal_workspace_id]);
+        q.text = Some("fridays".into());
+        assert_eq!(store.recall_memories(&q).await.unwrap().len(), 1);
+        assert!(
+            store
+                .recall_memories(&memory_query(&[]))
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        let page = store.memory_page(&[ws.to_string()], None, 2).await.unwrap();
+        assert_eq!(page.len(), 2);
+        let rest = store
+            .memory_page(&[ws.to_string()], Some(&page[1].memory_id), 10)
+            .await
+            .unwrap();
+        assert_eq!(page.len() + rest.len(), 4);
+    }
+
+    pub async fn memories_concurrent_updates_one_wins(db: &TestDb) {
+        let store = db.store();
+        let alice = account(&store, "alice").await;
+        let ws = alice.personal_workspace_id.clone();
+        let who = actor(&alice.account_id);
+        let m = remember(
+            &store,
+            new_memory(&ws, &who, memory_content(MemoryKind::Note, "v1")),
+        )
+        .await
+        .memory;
+        let tasks: Vec<_> = (0..8)
+            .map(|i| {
+                let node = db.node(i);
+                let who = who.clone();
+                let id = m.memory_id.clone();
+                tokio::spawn(async move {
+                    let content = memory_content(MemoryKind::Note, &format!("v2 from {i}"));
+                    node.update_memory(MemoryUpdate {
+                        memory_id: id,
+                        expected_version: 1,
+                        content_hash: xmemo_core::memory::memory_content_hash(&content.content),
+                        content,
+                        attribution: who.clone(),
+                        audit: AuditDraft::new("memory.update", &who),
+                    })
+                    .await
+                })
+            })
+            .collect();
+        let mut wins = 0;
+        for t in tasks {
+            match t.await.unwrap() {
+                Ok(m) => {
+                    assert_eq!(m.version, 2);
+                    wins += 1;
+                }
+                Err(StoreError::Conflict(_) | StoreError::Contention(_)) => {}
+                Err(e) => panic!("unexpected {e}"),
+            }
+        }
+        assert_eq!(wins, 1);
+        assert_eq!(
+            store
+                .memory_history(&[m.memory_id.clone()])
+                .await
+                .unwrap()
+                .len(),
+            2
+        );
+    }
+}
+
 mod postgres_only {
     use super::*;
 
@@ -2052,8 +2561,8 @@ mod postgres_only {
             .fetch_one(&mut c)
             .await
             .unwrap();
-        // One row per embedded migration (0001_init, 0002_revision_source), each applied once.
-        assert_eq!(n, 2);
+        // One row per embedded migration, each applied once.
+        assert_eq!(n, 3);
         a.close().await;
         b.close().await;
     }

@@ -56,6 +56,23 @@ impl Dialect for Postgres {
          FROM skills s JOIN revisions r ON r.skill_id = s.skill_id AND r.status = 'published'
          WHERE s.skill_id = $1 AND s.asset_status = 'active'";
 
+    const MEMORY_HIT_JOIN: &'static str = "m.memory_id = h.hit_key";
+
+    fn memory_match(text: &str) -> Option<(String, Vec<String>)> {
+        let q = tsqueries(text)?;
+        Some((
+            "hits AS (SELECT x.memory_id AS hit_key,
+                 ts_rank_cd('{0.1, 0.2, 0.5, 1.0}'::float4[], x.document, q.query, 1)::float8 AS relevance
+             FROM memories x
+             CROSS JOIN (SELECT CASE WHEN $2 = '' THEN to_tsquery('simple'::regconfig, $1)
+                          ELSE to_tsquery('simple'::regconfig, $1) || to_tsquery('english'::regconfig, $2)
+                     END AS query) q
+             WHERE x.document @@ q.query)"
+                .to_string(),
+            vec![q.plain, q.stemmed],
+        ))
+    }
+
     /// Exact slug or name matches first, then cover density (slug A=1.0, name B=0.5,
     /// description C=0.1, like SQLite's 10/5/1 BM25 column weights; divided by the document
     /// length, as BM25 favours short documents), then slug. The index holds every text both as

@@ -93,6 +93,11 @@ impl<'a> Stmt<'a> {
         self
     }
 
+    pub fn bind_arg(mut self, arg: Arg<'a>) -> Self {
+        self.args.push(arg);
+        self
+    }
+
     /// Binds every value in order (the values of an [`in_list`]).
     pub fn bind_all(mut self, values: &'a [String]) -> Self {
         self.args

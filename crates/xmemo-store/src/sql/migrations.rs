@@ -24,6 +24,11 @@ macro_rules! embed_migrations {
                     "/0002_revision_source.sql"
                 )),
             },
+            $crate::migrate::Migration {
+                version: 4,
+                name: "memories",
+                sql: include_str!(concat!("../../migrations/", $dialect, "/0004_memories.sql")),
+            },
         ]
     };
 }

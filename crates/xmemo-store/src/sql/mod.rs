@@ -6,6 +6,7 @@
 mod accounts;
 mod audit;
 pub(crate) mod driver;
+mod memories;
 mod migrations;
 mod rows;
 mod skills;
@@ -56,6 +57,18 @@ pub trait Dialect: Send + Sync + Sized + 'static {
     /// `skill_id, workspace_id, slug, name, description`, `exact` (boolean) and
     /// `relevance` (higher is better). `None` when the text holds no searchable word.
     fn search_statement(query: &SearchQuery) -> Option<Stmt<'_>>;
+
+    /// Statements that keep a memory's full-text row in step with it (`$1` = memory id), run
+    /// after each write of its title, content or tags; none where the index is derived by
+    /// the database itself.
+    const MEMORY_INDEX_DELETE: Option<&'static str> = None;
+    const MEMORY_INDEX_INSERT: Option<&'static str> = None;
+    /// The full-text match of a memory recall: the SQL of a CTE `hits (hit_key, relevance)`
+    /// (relevance: higher is better) using placeholders `$1…$n`, and their `n` values; `None`
+    /// when the text holds no searchable word.
+    fn memory_match(text: &str) -> Option<(String, Vec<String>)>;
+    /// How a `hits` row joins the memory `m` it names.
+    const MEMORY_HIT_JOIN: &'static str;
 }
 
 type Db<D> = <D as Dialect>::Driver;

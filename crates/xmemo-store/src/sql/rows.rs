@@ -17,6 +17,9 @@ pub const TABLES: &[&str] = &[
     "revision_components",
     "blobs",
     "audit_log",
+    "memories",
+    "memory_tags",
+    "memory_versions",
 ];
 
 pub const ACCOUNT_SELECT: &str = "SELECT account_id, handle, display_name, is_admin, personal_workspace_id, created_at FROM accounts";

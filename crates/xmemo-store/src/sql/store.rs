@@ -1,6 +1,6 @@
 //! [`Store`] for every [`SqlStore`]: each method is one function of the core modules.
 
-use super::{Dialect, SqlStore, Stmt, accounts, audit, rows, skills, snapshot};
+use super::{Dialect, SqlStore, Stmt, accounts, audit, memories, rows, skills, snapshot};
 use crate::model::*;
 use crate::{Record, Store, StoreResult};
 use async_trait::async_trait;
@@ -147,6 +147,33 @@ impl<D: Dialect> Store for SqlStore<D> {
 
     async fn search(&self, query: &SearchQuery) -> StoreResult<Vec<Descriptor>> {
         skills::search(self, query).await
+    }
+
+    async fn remember(&self, new: NewMemory, audit: AuditDraft) -> StoreResult<RememberOutcome> {
+        memories::remember(self, new, audit).await
+    }
+    async fn get_memory(&self, memory_id: &str) -> StoreResult<Option<Memory>> {
+        memories::get_memory(self, memory_id).await
+    }
+    async fn memory_history(&self, memory_ids: &[String]) -> StoreResult<Vec<MemoryVersion>> {
+        memories::memory_history(self, memory_ids).await
+    }
+    async fn update_memory(&self, update: MemoryUpdate) -> StoreResult<Memory> {
+        memories::update_memory(self, update).await
+    }
+    async fn set_memory_status(&self, change: MemoryStatusChange) -> StoreResult<Memory> {
+        memories::set_memory_status(self, change).await
+    }
+    async fn recall_memories(&self, query: &MemoryQuery) -> StoreResult<Vec<MemoryHit>> {
+        memories::recall_memories(self, query).await
+    }
+    async fn memory_page(
+        &self,
+        workspace_ids: &[String],
+        after: Option<&str>,
+        limit: u32,
+    ) -> StoreResult<Vec<Memory>> {
+        memories::memory_page(self, workspace_ids, after, limit).await
     }
 
     async fn append_audit(&self, draft: AuditDraft) -> StoreResult<()> {

@@ -30,6 +30,25 @@ impl Dialect for Sqlite {
          FROM skills s JOIN revisions r ON r.skill_id = s.skill_id AND r.status = 'published'
          WHERE s.skill_id = $1 AND s.asset_status = 'active'";
 
+    const MEMORY_INDEX_DELETE: Option<&'static str> = Some(
+        "DELETE FROM memories_fts WHERE rowid = (SELECT search_key FROM memories WHERE memory_id = $1)",
+    );
+    const MEMORY_INDEX_INSERT: Option<&'static str> = Some(
+        "INSERT INTO memories_fts (rowid, title, content, tags)
+         SELECT search_key, COALESCE(title, ''), content, tags FROM memories WHERE memory_id = $1",
+    );
+    const MEMORY_HIT_JOIN: &'static str = "m.search_key = h.hit_key";
+
+    fn memory_match(text: &str) -> Option<(String, Vec<String>)> {
+        let expression = crate::search::fts_expression(text)?;
+        Some((
+            "hits AS MATERIALIZED (SELECT rowid AS hit_key, -bm25(memories_fts, 5.0, 1.0, 5.0) AS relevance
+             FROM memories_fts WHERE memories_fts MATCH $1)"
+                .to_string(),
+            vec![expression],
+        ))
+    }
+
     /// Bounded work: BM25 picks the best few rows inside FTS5 (slug and name weigh more than
     /// the description; bm25() is negative, smaller is better), an exact slug is looked up by
     /// index, and only those rows are joined and ordered: exact slug or name first, then rank.

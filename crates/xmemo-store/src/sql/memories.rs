@@ -1,0 +1,451 @@
+//! Memories (SPEC §9): remember (with the identical-content rule), versions with history,
+//! forget/restore, and ranked, filtered recall.
+
+use super::driver::Arg;
+use super::{Dialect, Session, SqlStore, Stmt, audit, in_list};
+use crate::model::*;
+use crate::{Record, StoreError, StoreResult};
+use xmemo_core::MemoryStatus;
+use xmemo_core::memory::MemoryContent;
+
+const MEMORY_COLUMNS: &str = "m.memory_id, m.workspace_id, m.kind, m.title, m.content, m.tags, m.project, m.expires_at, m.status, m.forgotten_reason, m.forgotten_at, m.version, m.account_id, m.credential_id, m.client_profile, m.agent_id, m.agent_instance_id, m.created_at, m.updated_at";
+
+fn tags_json(tags: &[String]) -> String {
+    serde_json::Value::from(tags.to_vec()).to_string()
+}
+
+fn tags_from(r: &impl Record) -> StoreResult<Vec<String>> {
+    serde_json::from_str(&r.text("tags")?)
+        .map_err(|e| StoreError::Internal(format!("memory tags are not a JSON list: {e}")))
+}
+
+fn attribution(r: &impl Record) -> StoreResult<Attribution> {
+    Ok(Attribution {
+        account_id: r.text("account_id")?,
+        credential_id: r.opt_text("credential_id")?,
+        client_profile: r.opt_text("client_profile")?,
+        agent_id: r.opt_text("agent_id")?,
+        agent_instance_id: r.opt_text("agent_instance_id")?,
+    })
+}
+
+fn memory(r: &impl Record) -> StoreResult<Memory> {
+    let project = r.text("project")?;
+    Ok(Memory {
+        memory_id: r.text("memory_id")?,
+        workspace_id: r.text("workspace_id")?,
+        kind: r.parsed("kind")?,
+        title: r.opt_text("title")?,
+        content: r.text("content")?,
+        tags: tags_from(r)?,
+        project: (!project.is_empty()).then_some(project),
+        expires_at: r.opt_text("expires_at")?,
+        status: r.parsed("status")?,
+        forgotten_reason: r.opt_text("forgotten_reason")?,
+        forgotten_at: r.opt_text("forgotten_at")?,
+        version: r.int("version")?,
+        attribution: attribution(r)?,
+        created_at: r.text("created_at")?,
+        updated_at: r.text("updated_at")?,
+    })
+}
+
+fn version(r: &impl Record) -> StoreResult<MemoryVersion> {
+    Ok(MemoryVersion {
+        memory_id: r.text("memory_id")?,
+        version: r.int("version")?,
+        kind: r.parsed("kind")?,
+        title: r.opt_text("title")?,
+        content: r.text("content")?,
+        tags: tags_from(r)?,
+        attribution: attribution(r)?,
+        created_at: r.text("created_at")?,
+    })
+}
+
+async fn memory_in<D: Dialect>(s: &mut Session<D>, id: &str) -> StoreResult<Option<Memory>> {
+    let sql = format!("SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.memory_id = $1");
+    let row = s.optional(Stmt::new(sql).bind(id)).await?;
+    row.map(|r| memory(&r)).transpose()
+}
+
+/// The active memory that holds exactly this content, if any.
+async fn identical<D: Dialect>(s: &mut Session<D>, new: &NewMemory) -> StoreResult<Option<Memory>> {
+    let sql = format!(
+        "SELECT {MEMORY_COLUMNS} FROM memories m
+         WHERE m.workspace_id = $1 AND m.project = $2 AND m.kind = $3 AND m.content_hash = $4 AND m.status = 'active'"
+    );
+    let row = s
+        .optional(
+            Stmt::new(sql)
+                .bind(&new.workspace_id)
+                .bind(new.content.project.as_deref().unwrap_or(""))
+                .bind(new.content.kind.as_str())
+                .bind(&new.content_hash),
+        )
+        .await?;
+    row.map(|r| memory(&r)).transpose()
+}
+
+/// Rewrites the memory's tag rows and full-text row from its current content.
+async fn reindex<D: Dialect>(s: &mut Session<D>, id: &str, tags: &[String]) -> StoreResult<()> {
+    s.execute(Stmt::new("DELETE FROM memory_tags WHERE memory_id = $1").bind(id))
+        .await?;
+    for tag in tags {
+        s.execute(
+            Stmt::new("INSERT INTO memory_tags (memory_id, tag) VALUES ($1, $2)")
+                .bind(id)
+                .bind(tag),
+        )
+        .await?;
+    }
+    if let Some(sql) = D::MEMORY_INDEX_DELETE {
+        s.execute(Stmt::new(sql).bind(id)).await?;
+    }
+    if let Some(sql) = D::MEMORY_INDEX_INSERT {
+        s.execute(Stmt::new(sql).bind(id)).await?;
+    }
+    Ok(())
+}
+
+async fn insert_version<D: Dialect>(
+    s: &mut Session<D>,
+    id: &str,
+    number: i64,
+    c: &MemoryContent,
+    a: &Attribution,
+    at: &str,
+) -> StoreResult<()> {
+    s.execute(
+        Stmt::new("INSERT INTO memory_versions (memory_id, version, kind, title, content, tags, account_id, credential_id, client_profile, agent_id, agent_instance_id, created_at) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12)")
+            .bind(id)
+            .bind(number)
+            .bind(c.kind.as_str())
+            .bind(&c.title)
+            .bind(&c.content)
+            .bind(tags_json(&c.tags))
+            .bind(&a.account_id)
+            .bind(&a.credential_id)
+            .bind(&a.client_profile)
+            .bind(&a.agent_id)
+            .bind(&a.agent_instance_id)
+            .bind(at),
+    )
+    .await?;
+    Ok(())
+}
+
+pub async fn remember<D: Dialect>(
+    store: &SqlStore<D>,
+    new: NewMemory,
+    audit_draft: AuditDraft,
+) -> StoreResult<RememberOutcome> {
+    let mut s = store.write().await?;
+    if let Some(existing) = identical(&mut s, &new).await? {
+        return Ok(RememberOutcome {
+            memory: existing,
+            created: false,
+        });
+    }
+    let at = now();
+    let (c, a) = (&new.content, &new.attribution);
+    let inserted = s
+        .execute(
+            Stmt::new("INSERT INTO memories (memory_id, workspace_id, kind, title, content, content_hash, tags, project, expires_at, status, version, account_id, credential_id, client_profile, agent_id, agent_instance_id, created_at, updated_at) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,'active',1,$10,$11,$12,$13,$14,$15,$15)")
+                .bind(&new.memory_id)
+                .bind(&new.workspace_id)
+                .bind(c.kind.as_str())
+                .bind(&c.title)
+                .bind(&c.content)
+                .bind(&new.content_hash)
+                .bind(tags_json(&c.tags))
+                .bind(c.project.as_deref().unwrap_or(""))
+                .bind(&new.expires_at)
+                .bind(&a.account_id)
+                .bind(&a.credential_id)
+                .bind(&a.client_profile)
+                .bind(&a.agent_id)
+                .bind(&a.agent_instance_id)
+                .bind(at.as_str()),
+        )
+        .await;
+    match inserted {
+        Ok(_) => {}
+        // Another node remembered the same content meanwhile: that memory answers.
+        Err(StoreError::Conflict(_)) => {
+            drop(s);
+            let mut s = store.write().await?;
+            return match identical(&mut s, &new).await? {
+                Some(existing) => Ok(RememberOutcome {
+                    memory: existing,
+                    created: false,
+                }),
+                None => Err(StoreError::Contention(
+                    "an identical memory changed concurrently, try again".into(),
+                )),
+            };
+        }
+        Err(e) => return Err(e),
+    }
+    insert_version(&mut s, &new.memory_id, 1, c, a, &at).await?;
+    reindex(&mut s, &new.memory_id, &c.tags).await?;
+    audit::append(&mut s, &audit_draft).await?;
+    let memory = memory_in(&mut s, &new.memory_id)
+        .await?
+        .ok_or_else(|| StoreError::Internal("remembered memory vanished".into()))?;
+    s.commit().await?;
+    Ok(RememberOutcome {
+        memory,
+        created: true,
+    })
+}
+
+pub async fn get_memory<D: Dialect>(store: &SqlStore<D>, id: &str) -> StoreResult<Option<Memory>> {
+    memory_in(&mut store.read().await?, id).await
+}
+
+pub async fn memory_history<D: Dialect>(
+    store: &SqlStore<D>,
+    ids: &[String],
+) -> StoreResult<Vec<MemoryVersion>> {
+    if ids.is_empty() {
+        return Ok(vec![]);
+    }
+    let sql = format!(
+        "SELECT memory_id, version, kind, title, content, tags, account_id, credential_id, client_profile, agent_id, agent_instance_id, created_at
+         FROM memory_versions WHERE memory_id IN ({}) ORDER BY memory_id, version",
+        in_list(1, ids.len())
+    );
+    let mut s = store.read().await?;
+    s.all(Stmt::new(sql).bind_all(ids))
+        .await?
+        .iter()
+        .map(version)
+        .collect()
+}
+
+pub async fn update_memory<D: Dialect>(
+    store: &SqlStore<D>,
+    update: MemoryUpdate,
+) -> StoreResult<Memory> {
+    let mut s = store.write().await?;
+    let current = memory_in(&mut s, &update.memory_id)
+        .await?
+        .ok_or_else(|| StoreError::NotFound(format!("memory {}", update.memory_id)))?;
+    if current.status != MemoryStatus::Active {
+        return Err(StoreError::Conflict(format!(
+            "memory `{}` is forgotten; restore it before updating it",
+            update.memory_id
+        )));
+    }
+    if current.version != update.expected_version {
+        return Err(StoreError::Conflict(format!(
+            "expected_version {} is stale: memory `{}` is at version {}",
+            update.expected_version, update.memory_id, current.version
+        )));
+    }
+    let at = now();
+    let next = current.version + 1;
+    let c = &update.content;
+    // Compare-and-set on the version: a concurrent update on another node changes nothing.
+    let changed = s
+        .execute(
+            Stmt::new("UPDATE memories SET kind = $1, title = $2, content = $3, content_hash = $4, tags = $5, version = $6, updated_at = $7 WHERE memory_id = $8 AND version = $9 AND status = 'active'")
+                .bind(c.kind.as_str())
+                .bind(&c.title)
+                .bind(&c.content)
+                .bind(&update.content_hash)
+                .bind(tags_json(&c.tags))
+                .bind(next)
+                .bind(at.as_str())
+                .bind(&update.memory_id)
+                .bind(current.version),
+        )
+        .await
+        .map_err(|e| match e {
+            StoreError::Conflict(_) => StoreError::Conflict(
+                "an identical active memory already exists in this workspace, project and kind"
+                    .into(),
+            ),
+            other => other,
+        })?;
+    if changed == 0 {
+        return Err(StoreError::Conflict(format!(
+            "memory `{}` changed concurrently; read it again",
+            update.memory_id
+        )));
+    }
+    insert_version(&mut s, &update.memory_id, next, c, &update.attribution, &at).await?;
+    reindex(&mut s, &update.memory_id, &c.tags).await?;
+    audit::append(&mut s, &update.audit).await?;
+    let memory = memory_in(&mut s, &update.memory_id)
+        .await?
+        .ok_or_else(|| StoreError::Internal("updated memory vanished".into()))?;
+    s.commit().await?;
+    Ok(memory)
+}
+
+pub async fn set_memory_status<D: Dialect>(
+    store: &SqlStore<D>,
+    change: MemoryStatusChange,
+) -> StoreResult<Memory> {
+    let mut s = store.write().await?;
+    let at = now();
+    let forgetting = change.to == MemoryStatus::Forgotten;
+    let changed = s
+        .execute(
+            Stmt::new("UPDATE memories SET status = $1, forgotten_reason = $2, forgotten_at = $3, updated_at = $4 WHERE memory_id = $5 AND status = $6")
+                .bind(change.to.as_str())
+                .bind(if forgetting { change.reason.as_deref() } else { None })
+                .bind(if forgetting { Some(at.as_str()) } else { None })
+                .bind(at.as_str())
+                .bind(&change.memory_id)
+                .bind(change.from.as_str()),
+        )
+        .await
+        .map_err(|e| match e {
+            StoreError::Conflict(_) => StoreError::Conflict(
+                "an identical active memory exists; it cannot be restored beside it".into(),
+            ),
+            other => other,
+        })?;
+    if changed == 0 {
+        return match memory_in(&mut s, &change.memory_id).await? {
+            None => Err(StoreError::NotFound(format!("memory {}", change.memory_id))),
+            Some(m) => Err(StoreError::Conflict(format!(
+                "memory `{}` is {}, not {}",
+                change.memory_id, m.status, change.from
+            ))),
+        };
+    }
+    audit::append(&mut s, &change.audit).await?;
+    let memory = memory_in(&mut s, &change.memory_id)
+        .await?
+        .ok_or_else(|| StoreError::Internal("memory vanished".into()))?;
+    s.commit().await?;
+    Ok(memory)
+}
+
+/// Ranked when the query has text (relevance, then most recent), else most recent first.
+pub async fn recall_memories<D: Dialect>(
+    store: &SqlStore<D>,
+    q: &MemoryQuery,
+) -> StoreResult<Vec<MemoryHit>> {
+    if q.workspace_ids.is_empty() || q.limit == 0 {
+        return Ok(vec![]);
+    }
+    let matched = match q.text.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
+        Some(text) => match D::memory_match(text) {
+            Some(m) => Some(m),
+            // Text without a searchable word matches nothing.
+            None => return Ok(vec![]),
+        },
+        None => None,
+    };
+    let mut args: Vec<Arg<'static>> = Vec::new();
+    let mut sql = String::new();
+    if let Some((cte, values)) = &matched {
+        sql.push_str(&format!("WITH {cte} "));
+        args.extend(values.iter().cloned().map(Arg::OwnedText));
+    }
+    let relevance = if matched.is_some() {
+        "h.relevance"
+    } else {
+        "CAST(0 AS DOUBLE PRECISION)"
+    };
+    sql.push_str(&format!(
+        "SELECT {MEMORY_COLUMNS}, {relevance} AS relevance FROM memories m"
+    ));
+    if matched.is_some() {
+        sql.push_str(&format!(" JOIN hits h ON {}", D::MEMORY_HIT_JOIN));
+    }
+    // Appends a value and returns its placeholder.
+    fn param(args: &mut Vec<Arg<'static>>, value: Arg<'static>) -> String {
+        args.push(value);
+        format!("${}", args.len())
+    }
+    let text = |v: &str| Arg::OwnedText(v.to_string());
+    let ws: Vec<String> = q
+        .workspace_ids
+        .iter()
+        .map(|w| param(&mut args, text(w)))
+        .collect();
+    sql.push_str(&format!(" WHERE m.workspace_id IN ({})", ws.join(",")));
+    if !q.include_forgotten {
+        sql.push_str(" AND m.status = 'active'");
+    }
+    let now = param(&mut args, text(&q.now));
+    sql.push_str(&format!(
+        " AND (m.expires_at IS NULL OR m.expires_at > {now})"
+    ));
+    let filters = [
+        ("m.kind =", q.kind.map(|k| k.as_str())),
+        ("m.project =", q.project.as_deref()),
+        ("m.agent_instance_id =", q.agent_instance_id.as_deref()),
+        ("m.updated_at >=", q.since.as_deref()),
+        ("m.updated_at <=", q.until.as_deref()),
+    ];
+    for (column, value) in filters {
+        if let Some(value) = value {
+            let p = param(&mut args, text(value));
+            sql.push_str(&format!(" AND {column} {p}"));
+        }
+    }
+    for tag in &q.tags {
+        let p = param(&mut args, text(tag));
+        sql.push_str(&format!(
+            " AND EXISTS (SELECT 1 FROM memory_tags t WHERE t.memory_id = m.memory_id AND t.tag = {p})"
+        ));
+    }
+    let order = if matched.is_some() {
+        "relevance DESC, m.updated_at DESC, m.memory_id DESC"
+    } else {
+        "m.updated_at DESC, m.memory_id DESC"
+    };
+    let limit = param(&mut args, Arg::Int(i64::from(q.limit)));
+    sql.push_str(&format!(" ORDER BY {order} LIMIT {limit}"));
+    let stmt = args
+        .into_iter()
+        .fold(Stmt::new(sql), |stmt, arg| stmt.bind_arg(arg));
+    let mut s = store.read().await?;
+    s.all(stmt)
+        .await?
+        .iter()
+        .map(|r| {
+            Ok(MemoryHit {
+                memory: memory(r)?,
+                score: crate::search::score(false, r.float("relevance")?),
+            })
+        })
+        .collect()
+}
+
+/// Memories of the given workspaces in `memory_id` order, after `after` (exports).
+pub async fn memory_page<D: Dialect>(
+    store: &SqlStore<D>,
+    workspace_ids: &[String],
+    after: Option<&str>,
+    limit: u32,
+) -> StoreResult<Vec<Memory>> {
+    if workspace_ids.is_empty() {
+        return Ok(vec![]);
+    }
+    let n = workspace_ids.len();
+    let sql = format!(
+        "SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.workspace_id IN ({}) AND m.memory_id > ${} ORDER BY m.memory_id LIMIT ${}",
+        in_list(1, n),
+        n + 1,
+        n + 2
+    );
+    let mut s = store.read().await?;
+    s.all(
+        Stmt::new(sql)
+            .bind_all(workspace_ids)
+            .bind(after.unwrap_or(""))
+            .bind(i64::from(limit)),
+    )
+    .await?
+    .iter()
+    .map(memory)
+    .collect()
+}
