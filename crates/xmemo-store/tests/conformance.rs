@@ -2145,7 +2145,10 @@ mod memory_cases {
         );
         assert!(remember(&store, bobs).await.created);
 
-        let history = store.memory_history(&[m.memory_id.clone()]).await.unwrap();
+        let history = store
+            .memory_history(std::slice::from_ref(&m.memory_id))
+            .await
+            .unwrap();
         assert_eq!(history.len(), 1);
         assert_eq!(history[0].content, "Use tabs, not spaces.");
         let audit = store.list_audit(&AuditFilter::default()).await.unwrap();
@@ -2220,7 +2223,7 @@ mod memory_cases {
         );
 
         let history = store
-            .memory_history(&[first.memory_id.clone()])
+            .memory_history(std::slice::from_ref(&first.memory_id))
             .await
             .unwrap();
         let versions: Vec<(i64, &str, Option<&str>)> = history
@@ -2417,7 +2420,7 @@ mod memory_cases {
         q.text = Some("port 5433".into());
         assert_eq!(
             ids(store.recall_memories(&q).await.unwrap()),
-            [titled.memory_id.clone()]
+            vec![titled.memory_id.clone()]
         );
         q.text = Some("  ** ".into());
         assert!(store.recall_memories(&q).await.unwrap().is_empty());
@@ -2426,25 +2429,25 @@ mod memory_cases {
         q.kind = Some(MemoryKind::Note);
         assert_eq!(
             ids(store.recall_memories(&q).await.unwrap()),
-            [body.memory_id.clone()]
+            vec![body.memory_id.clone()]
         );
         let mut q = memory_query(&[ws]);
         q.tags = vec!["deploy".into(), "infra".into()];
         assert_eq!(
             ids(store.recall_memories(&q).await.unwrap()),
-            [titled.memory_id.clone()]
+            vec![titled.memory_id.clone()]
         );
         let mut q = memory_query(&[ws]);
         q.project = Some("shop".into());
         assert_eq!(
             ids(store.recall_memories(&q).await.unwrap()),
-            [titled.memory_id.clone()]
+            vec![titled.memory_id.clone()]
         );
         let mut q = memory_query(&[ws]);
         q.agent_instance_id = Some("runner-7".into());
         assert_eq!(
             ids(store.recall_memories(&q).await.unwrap()),
-            [body.memory_id.clone()]
+            vec![body.memory_id.clone()]
         );
         let mut q = memory_query(&[ws]);
         q.since = Some("2999-01-01T00:00:00.000Z".into());
@@ -2527,7 +2530,7 @@ mod memory_cases {
         assert_eq!(wins, 1);
         assert_eq!(
             store
-                .memory_history(&[m.memory_id.clone()])
+                .memory_history(std::slice::from_ref(&m.memory_id))
                 .await
                 .unwrap()
                 .len(),
