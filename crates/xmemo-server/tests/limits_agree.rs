@@ -91,6 +91,18 @@ fn timeout() -> Vec<(&'static str, Value)> {
     ]
 }
 
+fn memory_limit() -> Vec<(&'static str, Value)> {
+    vec![
+        ("minimum", json!(MEMORY_RECALL_LIMIT_MIN)),
+        ("maximum", json!(MEMORY_RECALL_LIMIT_MAX)),
+        ("default", json!(MEMORY_RECALL_LIMIT_DEFAULT)),
+    ]
+}
+
+fn tags() -> Vec<(&'static str, Value)> {
+    vec![("maxItems", json!(MEMORY_TAGS_MAX))]
+}
+
 fn openapi_expectations() -> Vec<Expect> {
     vec![
         ("/components/schemas/Slug", slug()),
@@ -174,6 +186,29 @@ fn openapi_expectations() -> Vec<Expect> {
             "/components/schemas/CreateKeyRequest/properties/profile",
             slug(),
         ),
+        ("/components/schemas/MemoryTag", slug()),
+        ("/components/schemas/MemoryTags", tags()),
+        (
+            "/components/schemas/RememberRequest/properties/content",
+            text(MEMORY_CONTENT_MAX_BYTES),
+        ),
+        (
+            "/components/schemas/RememberRequest/properties/title",
+            text(MEMORY_TITLE_MAX_CHARS),
+        ),
+        (
+            "/components/schemas/UpdateMemoryRequest/properties/content",
+            text(MEMORY_CONTENT_MAX_BYTES),
+        ),
+        (
+            "/components/schemas/UpdateMemoryRequest/properties/title",
+            text(MEMORY_TITLE_MAX_CHARS),
+        ),
+        (
+            "/paths/~1memories/get/parameters/0/schema",
+            text(QUERY_MAX_CHARS),
+        ),
+        ("/paths/~1memories/get/parameters/8/schema", memory_limit()),
     ]
 }
 
@@ -221,6 +256,40 @@ fn mcp_expectations() -> BTreeMap<&'static str, Vec<Expect>> {
                 ("/properties/timeout_seconds", timeout()),
             ],
         ),
+        (
+            "remember",
+            vec![
+                ("/properties/content", text(MEMORY_CONTENT_MAX_BYTES)),
+                ("/properties/title", text(MEMORY_TITLE_MAX_CHARS)),
+                ("/properties/tags", tags()),
+                ("/properties/tags/items", slug()),
+                ("/properties/project", slug()),
+            ],
+        ),
+        (
+            "recall",
+            vec![
+                ("/properties/query", text(QUERY_MAX_CHARS)),
+                ("/properties/limit", memory_limit()),
+                ("/properties/tags", tags()),
+                ("/properties/tags/items", slug()),
+                ("/properties/project", slug()),
+            ],
+        ),
+        (
+            "update_memory",
+            vec![
+                ("/properties/content", text(MEMORY_CONTENT_MAX_BYTES)),
+                ("/properties/title", text(MEMORY_TITLE_MAX_CHARS)),
+                ("/properties/tags", tags()),
+                ("/properties/tags/items", slug()),
+            ],
+        ),
+        (
+            "forget",
+            vec![("/properties/reason", max_len(NOTE_MAX_CHARS))],
+        ),
+        ("restore_memory", vec![]),
     ])
 }
 

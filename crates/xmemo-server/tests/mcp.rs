@@ -43,7 +43,18 @@ async fn progressive_recall_save_and_pinning_over_mcp() {
     assert!(info.capabilities.supports_skills());
     let tools = client.list_all_tools().await.expect("tools/list");
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-    assert_eq!(names, ["recall_cloud_skill", "save_cloud_skill"]);
+    assert_eq!(
+        names,
+        [
+            "recall_cloud_skill",
+            "save_cloud_skill",
+            "remember",
+            "recall",
+            "update_memory",
+            "forget",
+            "restore_memory"
+        ]
+    );
     let recall = &tools[0];
     let ann = recall.annotations.as_ref().expect("annotations");
     assert_eq!(
@@ -216,7 +227,7 @@ async fn discover_lifecycle_2026_07_28_works_statelessly() {
         .await
         .expect("discover");
     let tools = client.list_all_tools().await.expect("tools");
-    assert_eq!(tools.len(), 2);
+    assert_eq!(tools.len(), 7);
     let mut args = skill("discover-flow", "Steps.\n");
     args["intent"] = json!("publish");
     ok(&call(&client, "save_cloud_skill", args).await.expect("save"));
@@ -646,7 +657,7 @@ async fn the_protocol_layer_answers_bad_input_with_json_rpc_errors() {
 
     // Still serving after all of that.
     let client = s.client("/mcp", &key).await;
-    assert_eq!(client.list_all_tools().await.expect("tools").len(), 2);
+    assert_eq!(client.list_all_tools().await.expect("tools").len(), 7);
 
     // DNS-rebinding protection: foreign Host or Origin refused before anything else.
     let resp = s

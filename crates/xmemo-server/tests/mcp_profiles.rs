@@ -41,10 +41,33 @@ fn profiles_of(contract: &Value) -> Vec<(String, Vec<String>)> {
 
 /// Arguments that pass each tool's shape check (so a call that is not refused reaches the
 /// service).
+/// The memory tools of SPEC §9, in every profile (in contract order).
+const MEMORY_TOOLS: [&str; 5] = [
+    "remember",
+    "recall",
+    "update_memory",
+    "forget",
+    "restore_memory",
+];
+
+/// `extra`, then the memory tools, as owned names.
+fn with_memory_tools(extra: &[&str]) -> Vec<String> {
+    extra
+        .iter()
+        .chain(MEMORY_TOOLS.iter())
+        .map(|t| t.to_string())
+        .collect()
+}
+
 fn sample_args(tool: &str) -> Value {
     match tool {
         "recall_cloud_skill" => json!({"slug": "shared-skill"}),
         "save_cloud_skill" => skill("profile-save", "x"),
+        "remember" => json!({"kind": "note", "content": "profile check"}),
+        "recall" => json!({"query": "profile"}),
+        "update_memory" | "forget" | "restore_memory" => {
+            json!({"memory_id": "mem_missing", "expected_version": 1})
+        }
         _ => json!({"slug": "shared-skill", "revision_id": "rev_x", "script_path": "run.py"}),
     }
 }
@@ -74,12 +97,9 @@ async fn the_contract_file_and_the_server_agree_for_every_profile() {
         assert_eq!(
             tools.clone(),
             if full {
-                vec![
-                    "recall_cloud_skill".to_string(),
-                    "save_cloud_skill".to_string(),
-                ]
+                with_memory_tools(&["recall_cloud_skill", "save_cloud_skill"])
             } else {
-                vec![]
+                with_memory_tools(&[])
             },
             "{name}"
         );
@@ -161,21 +181,21 @@ async fn the_profile_comes_from_the_key_unless_the_path_names_one() {
         .await;
 
     let by_key_cursor = s.client("/mcp", &cursor_key).await;
-    assert_eq!(tools(&by_key_cursor).await.len(), 2);
+    assert_eq!(tools(&by_key_cursor).await.len(), 7);
     let by_key_claude = s.client("/mcp", &claude_key).await;
-    assert!(tools(&by_key_claude).await.is_empty());
+    assert_eq!(tools(&by_key_claude).await, with_memory_tools(&[]));
     let e = call(&by_key_claude, "recall_cloud_skill", json!({"query": "x"}))
         .await
         .expect_err("claude-code has no recall tool");
     assert_eq!(rpc_code(&e), -32602);
     let by_default = s.client("/mcp", &default_key).await;
-    assert_eq!(tools(&by_default).await.len(), 2);
+    assert_eq!(tools(&by_default).await.len(), 7);
 
     // Path wins over the key.
     let path_wins = s.client("/mcp/ordinary-full", &claude_key).await;
-    assert_eq!(tools(&path_wins).await.len(), 2);
+    assert_eq!(tools(&path_wins).await.len(), 7);
     let path_hides = s.client("/mcp/chatgpt-public", &cursor_key).await;
-    assert!(tools(&path_hides).await.is_empty());
+    assert_eq!(tools(&path_hides).await, with_memory_tools(&[]));
 
     // Saves record the profile actually served.
     ok(
@@ -204,7 +224,7 @@ async fn the_profile_comes_from_the_key_unless_the_path_names_one() {
     let body: Value = resp.json().await.expect("json");
     assert_eq!(body["error"]["code"], "PERMISSION_DENIED");
     let ok_path = s.client("/mcp/generic-public", &odd_key).await;
-    assert!(tools(&ok_path).await.is_empty());
+    assert_eq!(tools(&ok_path).await, with_memory_tools(&[]));
 }
 
 #[tokio::test]
@@ -217,22 +237,23 @@ async fn execute_appears_only_in_operator_enabled_profiles() {
     let key = s
         .account("op", &["memory:read", "memory:write"], None)
         .await;
+    let with_execute = |extra: &[&str]| {
+        let mut tools = with_memory_tools(extra);
+        tools.push("execute_cloud_skill".to_string());
+        tools
+    };
     for (profile, expected) in [
-        ("claude-code", vec!["execute_cloud_skill"]),
+        ("claude-code", with_execute(&[])),
         (
             "cursor-plugin",
-            vec![
-                "recall_cloud_skill",
-                "save_cloud_skill",
-                "execute_cloud_skill",
-            ],
+            with_execute(&["recall_cloud_skill", "save_cloud_skill"]),
         ),
         (
             "ordinary-full",
-            vec!["recall_cloud_skill", "save_cloud_skill"],
+            with_memory_tools(&["recall_cloud_skill", "save_cloud_skill"]),
         ),
-        ("generic-public", vec![]),
-        ("chatgpt-public", vec![]),
+        ("generic-public", with_memory_tools(&[])),
+        ("chatgpt-public", with_memory_tools(&[])),
     ] {
         let c = s.client(&format!("/mcp/{profile}"), &key).await;
         let names: Vec<String> = c
@@ -249,7 +270,7 @@ async fn execute_appears_only_in_operator_enabled_profiles() {
             json!({"slug": "x", "revision_id": "rev_x", "script_path": "a.py"}),
         )
         .await;
-        if expected.contains(&"execute_cloud_skill") {
+        if expected.iter().any(|t| t == "execute_cloud_skill") {
             let r = r.expect("not refused");
             assert_eq!(r.is_error, Some(true));
         } else {

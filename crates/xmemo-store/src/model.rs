@@ -358,6 +358,8 @@ pub struct Memory {
     pub version: i64,
     /// Who remembered it.
     pub attribution: Attribution,
+    /// That account's handle (`None` once the account is deleted).
+    pub account_handle: Option<String>,
     pub created_at: String,
     pub updated_at: String,
 }

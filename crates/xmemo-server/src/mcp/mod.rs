@@ -9,6 +9,7 @@
 
 pub mod auth;
 mod errors;
+mod memory_tools;
 pub mod profiles;
 mod prompts;
 pub mod skills_ext;

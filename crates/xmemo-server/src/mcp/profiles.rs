@@ -180,14 +180,22 @@ mod tests {
                 "ordinary-full"
             ]
         );
+        // SPEC §9: the memory tools are in every profile; SPEC §8: the skill tools only in
+        // cursor-plugin and ordinary-full.
+        let memory = [
+            "remember",
+            "recall",
+            "update_memory",
+            "forget",
+            "restore_memory",
+        ];
         for full in ["cursor-plugin", "ordinary-full"] {
-            assert_eq!(
-                p.get(full).map(Profile::tool_names),
-                Some(vec!["recall_cloud_skill", "save_cloud_skill"])
-            );
+            let mut expected = vec!["recall_cloud_skill", "save_cloud_skill"];
+            expected.extend(memory);
+            assert_eq!(p.get(full).map(Profile::tool_names), Some(expected));
         }
         for bare in ["generic-public", "chatgpt-public", "claude-code"] {
-            assert_eq!(p.get(bare).map(Profile::tool_names), Some(vec![]));
+            assert_eq!(p.get(bare).map(Profile::tool_names), Some(memory.to_vec()));
         }
         // execute is in no profile by default.
         assert!(
@@ -201,8 +209,10 @@ mod tests {
     fn execute_profiles_add_the_operator_enabled_tool() {
         let p = Profiles::load(None, &["claude-code".into()]).expect("contract");
         assert_eq!(
-            p.get("claude-code").map(Profile::tool_names),
-            Some(vec!["execute_cloud_skill"])
+            p.get("claude-code")
+                .map(Profile::tool_names)
+                .and_then(|t| t.last().copied()),
+            Some("execute_cloud_skill")
         );
         assert!(
             p.get("ordinary-full")

@@ -3,6 +3,7 @@
 //! decide which entries a connection sees; adding a tool is adding one [`ToolDef`] to
 //! [`REGISTRY`] and naming it in the contract.
 
+use super::memory_tools;
 use crate::auth::Principal;
 use crate::error::{ServiceError, ServiceResult};
 use crate::service::Service;
@@ -56,7 +57,16 @@ impl ToolDef {
 }
 
 /// Every tool this server implements.
-pub static REGISTRY: &[ToolDef] = &[RECALL, SAVE, EXECUTE];
+pub static REGISTRY: &[ToolDef] = &[
+    RECALL,
+    SAVE,
+    EXECUTE,
+    memory_tools::REMEMBER,
+    memory_tools::RECALL,
+    memory_tools::UPDATE,
+    memory_tools::FORGET,
+    memory_tools::RESTORE,
+];
 
 pub fn find(name: &str) -> Option<&'static ToolDef> {
     REGISTRY.iter().find(|t| t.name == name)
@@ -80,7 +90,7 @@ pub fn to_call_result(result: ServiceResult<ToolResult>) -> CallToolResult {
 }
 
 /// Arguments → a request type; shape errors become VALIDATION_ERROR naming what is wrong.
-fn parse_args<T: DeserializeOwned>(tool: &str, args: JsonObject) -> ServiceResult<T> {
+pub(super) fn parse_args<T: DeserializeOwned>(tool: &str, args: JsonObject) -> ServiceResult<T> {
     serde_json::from_value(Value::Object(args)).map_err(|e| {
         ServiceError::Validation(
             format!("invalid arguments for {tool}: {e}"),
@@ -136,7 +146,7 @@ fn recall_annotations() -> ToolAnnotations {
 }
 
 /// A slug argument: the rule and bound of `validate_slug`.
-fn slug_schema(description: &str) -> Value {
+pub(super) fn slug_schema(description: &str) -> Value {
     json!({
         "type": "string",
         "pattern": SLUG_PATTERN, "minLength": 1, "maxLength": SLUG_MAX_CHARS,

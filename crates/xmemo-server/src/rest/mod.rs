@@ -4,6 +4,7 @@
 mod accounts;
 mod execute;
 pub mod extract;
+mod memories;
 mod packages;
 mod skills;
 
@@ -67,6 +68,7 @@ pub fn api_routes() -> Router<AppState> {
         .merge(accounts::routes())
         .merge(execute::routes())
         .merge(packages::routes())
+        .merge(memories::routes())
 }
 
 /// Fallback for unknown routes, in the SPEC error shape.

@@ -102,7 +102,7 @@ impl Service {
         let expires_at = req
             .expires_at
             .as_deref()
-            .map(normalise_instant)
+            .map(|t| normalise_instant("expires_at", t))
             .transpose()?;
         let profile = req.profile.unwrap_or_else(|| DEFAULT_PROFILE.to_string());
         xmemo_core::validate_slug("profile", &profile)?;
@@ -259,15 +259,13 @@ impl Service {
 }
 
 /// Accepts an RFC 3339 instant and stores it in the store's own UTC millisecond format.
-fn normalise_instant(text: &str) -> ServiceResult<String> {
+pub(crate) fn normalise_instant(field: &str, text: &str) -> ServiceResult<String> {
     let parsed = time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339)
-        .map_err(|e| {
-            ServiceError::validation(format!("expires_at is not RFC 3339: {e}"), "expires_at")
-        })?;
+        .map_err(|e| ServiceError::validation(format!("{field} is not RFC 3339: {e}"), field))?;
     let utc = parsed.to_offset(time::UtcOffset::UTC);
     let format = time::macros::format_description!(
         "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
     );
     utc.format(&format)
-        .map_err(|e| ServiceError::validation(format!("expires_at: {e}"), "expires_at"))
+        .map_err(|e| ServiceError::validation(format!("{field}: {e}"), field))
 }

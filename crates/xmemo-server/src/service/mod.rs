@@ -4,6 +4,7 @@
 mod access;
 mod accounts;
 mod execute;
+pub mod memories;
 mod packages;
 mod recall;
 mod served;

@@ -118,6 +118,10 @@ pub enum ToolResult {
     Resource(Resource),
     Saved(Saved),
     Execution(Box<ExecutionResult>),
+    Remembered(Box<super::memories::Remembered>),
+    Memories(super::memories::Memories),
+    Memory(Box<super::memories::MemoryView>),
+    MemoryHistory(super::memories::MemoryHistory),
 }
 
 /// A revision as listings show it (no body).

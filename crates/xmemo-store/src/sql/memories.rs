@@ -8,7 +8,9 @@ use crate::{Record, StoreError, StoreResult};
 use xmemo_core::MemoryStatus;
 use xmemo_core::memory::MemoryContent;
 
-const MEMORY_COLUMNS: &str = "m.memory_id, m.workspace_id, m.kind, m.title, m.content, m.tags, m.project, m.expires_at, m.status, m.forgotten_reason, m.forgotten_at, m.version, m.account_id, m.credential_id, m.client_profile, m.agent_id, m.agent_instance_id, m.created_at, m.updated_at";
+const MEMORY_COLUMNS: &str = "m.memory_id, m.workspace_id, m.kind, m.title, m.content, m.tags, m.project, m.expires_at, m.status, m.forgotten_reason, m.forgotten_at, m.version, m.account_id, m.credential_id, m.client_profile, m.agent_id, m.agent_instance_id, m.created_at, m.updated_at, a.handle AS account_handle";
+/// Memories with the handle of the account that remembered them.
+const MEMORY_FROM: &str = "memories m LEFT JOIN accounts a ON a.account_id = m.account_id";
 
 fn tags_json(tags: &[String]) -> String {
     serde_json::Value::from(tags.to_vec()).to_string()
@@ -45,6 +47,7 @@ fn memory(r: &impl Record) -> StoreResult<Memory> {
         forgotten_at: r.opt_text("forgotten_at")?,
         version: r.int("version")?,
         attribution: attribution(r)?,
+        account_handle: r.opt_text("account_handle")?,
         created_at: r.text("created_at")?,
         updated_at: r.text("updated_at")?,
     })
@@ -64,7 +67,7 @@ fn version(r: &impl Record) -> StoreResult<MemoryVersion> {
 }
 
 async fn memory_in<D: Dialect>(s: &mut Session<D>, id: &str) -> StoreResult<Option<Memory>> {
-    let sql = format!("SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.memory_id = $1");
+    let sql = format!("SELECT {MEMORY_COLUMNS} FROM {MEMORY_FROM} WHERE m.memory_id = $1");
     let row = s.optional(Stmt::new(sql).bind(id)).await?;
     row.map(|r| memory(&r)).transpose()
 }
@@ -72,7 +75,7 @@ async fn memory_in<D: Dialect>(s: &mut Session<D>, id: &str) -> StoreResult<Opti
 /// The active memory that holds exactly this content, if any.
 async fn identical<D: Dialect>(s: &mut Session<D>, new: &NewMemory) -> StoreResult<Option<Memory>> {
     let sql = format!(
-        "SELECT {MEMORY_COLUMNS} FROM memories m
+        "SELECT {MEMORY_COLUMNS} FROM {MEMORY_FROM}
          WHERE m.workspace_id = $1 AND m.project = $2 AND m.kind = $3 AND m.content_hash = $4 AND m.status = 'active'"
     );
     let row = s
@@ -354,7 +357,7 @@ pub async fn recall_memories<D: Dialect>(
         "CAST(0 AS DOUBLE PRECISION)"
     };
     sql.push_str(&format!(
-        "SELECT {MEMORY_COLUMNS}, {relevance} AS relevance FROM memories m"
+        "SELECT {MEMORY_COLUMNS}, {relevance} AS relevance FROM {MEMORY_FROM}"
     ));
     if matched.is_some() {
         sql.push_str(&format!(" JOIN hits h ON {}", D::MEMORY_HIT_JOIN));
@@ -432,7 +435,7 @@ pub async fn memory_page<D: Dialect>(
     }
     let n = workspace_ids.len();
     let sql = format!(
-        "SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.workspace_id IN ({}) AND m.memory_id > ${} ORDER BY m.memory_id LIMIT ${}",
+        "SELECT {MEMORY_COLUMNS} FROM {MEMORY_FROM} WHERE m.workspace_id IN ({}) AND m.memory_id > ${} ORDER BY m.memory_id LIMIT ${}",
         in_list(1, n),
         n + 1,
         n + 2

@@ -1,0 +1,570 @@
+//! Memories (SPEC §9): remember, recall, update, forget, restore — access-checked like skills
+//! (viewers read; members, admins and owners write), every limit checked before the store is
+//! touched, every write audited. Results are compact unless the full content is asked for.
+
+use super::Service;
+use super::access::Access;
+use crate::auth::Principal;
+use crate::error::{ServiceError, ServiceResult};
+use serde::{Deserialize, Serialize};
+use xmemo_core::limits::{
+    MEMORY_RECALL_LIMIT_DEFAULT, MEMORY_RECALL_LIMIT_MAX, MEMORY_RECALL_LIMIT_MIN, NOTE_MAX_CHARS,
+    QUERY_MAX_CHARS,
+};
+use xmemo_core::memory::{
+    MemoryContent, excerpt, memory_content_hash, normalize_tags, validate_memory,
+};
+use xmemo_core::{MemoryKind, MemoryStatus, Scope, new_id};
+use xmemo_store::{
+    AuditDraft, Memory, MemoryQuery, MemoryStatusChange, MemoryUpdate, MemoryVersion, NewMemory,
+};
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RememberRequest {
+    pub kind: MemoryKind,
+    pub content: String,
+    pub title: Option<String>,
+    pub tags: Option<Vec<String>>,
+    pub project: Option<String>,
+    /// RFC 3339; the memory is no longer recalled from then on.
+    pub expires_at: Option<String>,
+    pub workspace: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecallMemoriesRequest {
+    pub query: Option<String>,
+    /// Read one memory by id (every other argument but `full` is then refused).
+    pub memory_id: Option<String>,
+    pub kind: Option<MemoryKind>,
+    pub tags: Option<Vec<String>>,
+    pub project: Option<String>,
+    pub agent_instance_id: Option<String>,
+    pub since: Option<String>,
+    pub until: Option<String>,
+    pub include_forgotten: Option<bool>,
+    pub limit: Option<i64>,
+    /// Whole contents instead of excerpts.
+    pub full: Option<bool>,
+    pub workspace: Option<String>,
+}
+
+/// The next version of a memory: fields left out keep their current value.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateMemoryRequest {
+    pub memory_id: String,
+    pub expected_version: i64,
+    pub content: Option<String>,
+    pub title: Option<String>,
+    pub tags: Option<Vec<String>>,
+    pub kind: Option<MemoryKind>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ForgetRequest {
+    pub memory_id: String,
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RestoreMemoryRequest {
+    pub memory_id: String,
+}
+
+/// Who saved a memory (or one of its versions).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SavedBy {
+    pub account_id: String,
+    /// `None` once the account is deleted.
+    pub account: Option<String>,
+    pub credential_id: Option<String>,
+    pub client_profile: Option<String>,
+    pub agent_id: Option<String>,
+    pub agent_instance_id: Option<String>,
+}
+
+/// A memory in full.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemoryView {
+    pub memory_id: String,
+    pub workspace: String,
+    pub kind: MemoryKind,
+    pub title: Option<String>,
+    pub content: String,
+    pub tags: Vec<String>,
+    pub project: Option<String>,
+    pub expires_at: Option<String>,
+    pub status: MemoryStatus,
+    pub forgotten_reason: Option<String>,
+    pub forgotten_at: Option<String>,
+    pub version: i64,
+    pub saved_by: SavedBy,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+/// A recall hit: the content cut to an excerpt unless `full` was asked for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemoryHitView {
+    pub memory_id: String,
+    pub workspace: String,
+    pub kind: MemoryKind,
+    pub title: Option<String>,
+    /// The excerpt, or the whole content with `full`.
+    pub content: String,
+    /// True when `content` is an excerpt that leaves something out.
+    pub truncated: bool,
+    pub tags: Vec<String>,
+    pub project: Option<String>,
+    pub status: MemoryStatus,
+    pub version: i64,
+    pub saved_by: SavedBy,
+    pub updated_at: String,
+    pub score: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Remembered {
+    pub created: bool,
+    pub memory: MemoryView,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Memories {
+    pub memories: Vec<MemoryHitView>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MemoryVersionView {
+    pub version: i64,
+    pub kind: MemoryKind,
+    pub title: Option<String>,
+    pub content: String,
+    pub tags: Vec<String>,
+    pub saved_by: SavedBy,
+    pub created_at: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MemoryHistory {
+    pub memory_id: String,
+    pub versions: Vec<MemoryVersionView>,
+}
+
+fn saved_by(a: &xmemo_store::Attribution, account: Option<String>) -> SavedBy {
+    SavedBy {
+        account_id: a.account_id.clone(),
+        account,
+        credential_id: a.credential_id.clone(),
+        client_profile: a.client_profile.clone(),
+        agent_id: a.agent_id.clone(),
+        agent_instance_id: a.agent_instance_id.clone(),
+    }
+}
+
+fn view(m: Memory, access: &Access) -> MemoryView {
+    MemoryView {
+        workspace: access.handle(&m.workspace_id),
+        saved_by: saved_by(&m.attribution, m.account_handle.clone()),
+        memory_id: m.memory_id,
+        kind: m.kind,
+        title: m.title,
+        content: m.content,
+        tags: m.tags,
+        project: m.project,
+        expires_at: m.expires_at,
+        status: m.status,
+        forgotten_reason: m.forgotten_reason,
+        forgotten_at: m.forgotten_at,
+        version: m.version,
+        created_at: m.created_at,
+        updated_at: m.updated_at,
+    }
+}
+
+fn hit_view(m: Memory, score: f64, full: bool, access: &Access) -> MemoryHitView {
+    let (content, truncated) = if full {
+        (m.content, false)
+    } else {
+        excerpt(&m.content)
+    };
+    MemoryHitView {
+        workspace: access.handle(&m.workspace_id),
+        saved_by: saved_by(&m.attribution, m.account_handle.clone()),
+        memory_id: m.memory_id,
+        kind: m.kind,
+        title: m.title,
+        content,
+        truncated,
+        tags: m.tags,
+        project: m.project,
+        status: m.status,
+        version: m.version,
+        updated_at: m.updated_at,
+        score,
+    }
+}
+
+fn version_view(v: MemoryVersion) -> MemoryVersionView {
+    MemoryVersionView {
+        saved_by: saved_by(&v.attribution, None),
+        version: v.version,
+        kind: v.kind,
+        title: v.title,
+        content: v.content,
+        tags: v.tags,
+        created_at: v.created_at,
+    }
+}
+
+/// An optional RFC 3339 instant in the store's format.
+fn instant(field: &str, text: Option<&str>) -> ServiceResult<Option<String>> {
+    text.map(|t| super::accounts::normalise_instant(field, t))
+        .transpose()
+}
+
+fn check_reason(reason: Option<String>) -> ServiceResult<Option<String>> {
+    let reason = reason
+        .map(|r| r.trim().to_string())
+        .filter(|r| !r.is_empty());
+    if let Some(r) = &reason {
+        xmemo_core::validate::reject_nul("reason", r)?;
+        let chars = r.chars().count();
+        if chars > NOTE_MAX_CHARS {
+            return Err(xmemo_core::ValidationError::too_many(
+                "reason",
+                "characters",
+                NOTE_MAX_CHARS as u64,
+                chars as u64,
+            )
+            .into());
+        }
+    }
+    Ok(reason)
+}
+
+fn not_found(id: &str) -> ServiceError {
+    ServiceError::NotFound(format!("memory `{id}` not found"))
+}
+
+impl Service {
+    /// A memory the caller may read, with their access (NOT_FOUND outside their workspaces).
+    async fn readable_memory(
+        &self,
+        principal: &Principal,
+        memory_id: &str,
+    ) -> ServiceResult<(Memory, Access)> {
+        let access = self.access(principal).await?;
+        let memory = self
+            .store
+            .get_memory(memory_id)
+            .await?
+            .filter(|m| access.membership(&m.workspace_id).is_some())
+            .ok_or_else(|| not_found(memory_id))?;
+        Ok((memory, access))
+    }
+
+    /// A memory the caller may change: readable, and the caller writes in its workspace.
+    async fn writable_memory(
+        &self,
+        principal: &Principal,
+        memory_id: &str,
+    ) -> ServiceResult<(Memory, Access)> {
+        principal.require(Scope::Write)?;
+        let (memory, access) = self.readable_memory(principal, memory_id).await?;
+        if !access
+            .role(&memory.workspace_id)
+            .is_some_and(|r| r.can_write())
+        {
+            return Err(ServiceError::PermissionDenied(
+                "viewers read memories; changing them needs the member role or above".into(),
+            ));
+        }
+        Ok((memory, access))
+    }
+
+    pub async fn remember(
+        &self,
+        principal: &Principal,
+        req: RememberRequest,
+    ) -> ServiceResult<Remembered> {
+        principal.require(Scope::Write)?;
+        let content = MemoryContent {
+            kind: req.kind,
+            content: req.content,
+            title: req.title,
+            tags: normalize_tags(req.tags.unwrap_or_default()),
+            project: req.project,
+        };
+        validate_memory(&content)?;
+        let expires_at = instant("expires_at", req.expires_at.as_deref())?;
+        if expires_at
+            .as_deref()
+            .is_some_and(|e| e <= xmemo_store::now().as_str())
+        {
+            return Err(ServiceError::validation(
+                "expires_at must be in the future",
+                "expires_at",
+            ));
+        }
+        let access = self.access(principal).await?;
+        let membership = match req.workspace.as_deref() {
+            Some(selector) => access.resolve(selector)?,
+            None => access.personal()?,
+        };
+        if !membership.role.can_write() {
+            return Err(ServiceError::PermissionDenied(format!(
+                "viewers cannot remember in workspace `{}`",
+                membership.workspace.handle
+            )));
+        }
+        let workspace_id = membership.workspace.workspace_id.clone();
+        let memory_id = new_id("mem");
+        let attribution = principal.attribution();
+        let audit = AuditDraft::new("memory.remember", &attribution)
+            .workspace(&workspace_id)
+            .details(serde_json::json!({
+                "memory_id": memory_id,
+                "kind": content.kind,
+                "project": content.project,
+            }));
+        let outcome = self
+            .store
+            .remember(
+                NewMemory {
+                    memory_id,
+                    workspace_id,
+                    content_hash: memory_content_hash(&content.content),
+                    content,
+                    expires_at,
+                    attribution,
+                },
+                audit,
+            )
+            .await?;
+        Ok(Remembered {
+            created: outcome.created,
+            memory: view(outcome.memory, &access),
+        })
+    }
+
+    pub async fn recall_memories(
+        &self,
+        principal: &Principal,
+        req: RecallMemoriesRequest,
+    ) -> ServiceResult<Memories> {
+        principal.require(Scope::Read)?;
+        let full = req.full.unwrap_or(false);
+        if let Some(id) = req.memory_id.as_deref() {
+            let filtered = req.query.is_some()
+                || req.kind.is_some()
+                || req.tags.is_some()
+                || req.project.is_some()
+                || req.agent_instance_id.is_some()
+                || req.since.is_some()
+                || req.until.is_some()
+                || req.limit.is_some()
+                || req.workspace.is_some();
+            if filtered {
+                return Err(ServiceError::validation(
+                    "`memory_id` reads one memory; give it alone (with `full`), or search with `query` and filters",
+                    "memory_id",
+                ));
+            }
+            let (memory, access) = self.readable_memory(principal, id).await?;
+            return Ok(Memories {
+                memories: vec![hit_view(memory, 0.0, full, &access)],
+            });
+        }
+        let limit = match req.limit {
+            None => MEMORY_RECALL_LIMIT_DEFAULT,
+            Some(n)
+                if (i64::from(MEMORY_RECALL_LIMIT_MIN)..=i64::from(MEMORY_RECALL_LIMIT_MAX))
+                    .contains(&n) =>
+            {
+                n as u32
+            }
+            Some(_) => {
+                return Err(ServiceError::validation(
+                    format!(
+                        "limit must be between {MEMORY_RECALL_LIMIT_MIN} and {MEMORY_RECALL_LIMIT_MAX}"
+                    ),
+                    "limit",
+                ));
+            }
+        };
+        if let Some(q) = &req.query
+            && (q.trim().is_empty() || q.chars().count() > QUERY_MAX_CHARS)
+        {
+            return Err(ServiceError::validation(
+                format!("query must be 1 to {QUERY_MAX_CHARS} characters"),
+                "query",
+            ));
+        }
+        let tags = req.tags.unwrap_or_default();
+        for tag in &tags {
+            xmemo_core::validate_slug("tags", tag)?;
+        }
+        if let Some(project) = &req.project {
+            xmemo_core::validate_slug("project", project)?;
+        }
+        if let Some(instance) = &req.agent_instance_id {
+            xmemo_core::validate::reject_nul("agent_instance_id", instance)?;
+        }
+        let access = self.access(principal).await?;
+        let hits = self
+            .store
+            .recall_memories(&MemoryQuery {
+                workspace_ids: access.readable(req.workspace.as_deref())?,
+                text: req.query,
+                kind: req.kind,
+                tags,
+                project: req.project,
+                agent_instance_id: req.agent_instance_id,
+                since: instant("since", req.since.as_deref())?,
+                until: instant("until", req.until.as_deref())?,
+                include_forgotten: req.include_forgotten.unwrap_or(false),
+                now: xmemo_store::now(),
+                limit,
+            })
+            .await?;
+        Ok(Memories {
+            memories: hits
+                .into_iter()
+                .map(|h| hit_view(h.memory, h.score, full, &access))
+                .collect(),
+        })
+    }
+
+    pub async fn get_memory(
+        &self,
+        principal: &Principal,
+        memory_id: &str,
+    ) -> ServiceResult<MemoryView> {
+        principal.require(Scope::Read)?;
+        let (memory, access) = self.readable_memory(principal, memory_id).await?;
+        Ok(view(memory, &access))
+    }
+
+    pub async fn memory_history(
+        &self,
+        principal: &Principal,
+        memory_id: &str,
+    ) -> ServiceResult<MemoryHistory> {
+        principal.require(Scope::Read)?;
+        let (memory, _) = self.readable_memory(principal, memory_id).await?;
+        let versions = self
+            .store
+            .memory_history(std::slice::from_ref(&memory.memory_id))
+            .await?;
+        Ok(MemoryHistory {
+            memory_id: memory.memory_id,
+            versions: versions.into_iter().map(version_view).collect(),
+        })
+    }
+
+    pub async fn update_memory(
+        &self,
+        principal: &Principal,
+        req: UpdateMemoryRequest,
+    ) -> ServiceResult<MemoryView> {
+        principal.require(Scope::Write)?;
+        if req.content.is_none() && req.title.is_none() && req.tags.is_none() && req.kind.is_none()
+        {
+            return Err(ServiceError::validation(
+                "give at least one of content, title, tags or kind",
+                "content",
+            ));
+        }
+        let (current, access) = self.writable_memory(principal, &req.memory_id).await?;
+        let content = MemoryContent {
+            kind: req.kind.unwrap_or(current.kind),
+            content: req.content.unwrap_or(current.content),
+            title: req.title.or(current.title),
+            tags: normalize_tags(req.tags.unwrap_or(current.tags)),
+            project: current.project,
+        };
+        validate_memory(&content)?;
+        let attribution = principal.attribution();
+        let audit = AuditDraft::new("memory.update", &attribution)
+            .workspace(&current.workspace_id)
+            .details(serde_json::json!({
+                "memory_id": req.memory_id,
+                "version": req.expected_version + 1,
+            }));
+        let updated = self
+            .store
+            .update_memory(MemoryUpdate {
+                memory_id: req.memory_id,
+                expected_version: req.expected_version,
+                content_hash: memory_content_hash(&content.content),
+                content,
+                attribution,
+                audit,
+            })
+            .await?;
+        Ok(view(updated, &access))
+    }
+
+    pub async fn forget(
+        &self,
+        principal: &Principal,
+        req: ForgetRequest,
+    ) -> ServiceResult<MemoryView> {
+        let reason = check_reason(req.reason)?;
+        self.change_memory_status(principal, &req.memory_id, MemoryStatus::Forgotten, reason)
+            .await
+    }
+
+    pub async fn restore_memory(
+        &self,
+        principal: &Principal,
+        req: RestoreMemoryRequest,
+    ) -> ServiceResult<MemoryView> {
+        self.change_memory_status(principal, &req.memory_id, MemoryStatus::Active, None)
+            .await
+    }
+
+    async fn change_memory_status(
+        &self,
+        principal: &Principal,
+        memory_id: &str,
+        to: MemoryStatus,
+        reason: Option<String>,
+    ) -> ServiceResult<MemoryView> {
+        let (current, access) = self.writable_memory(principal, memory_id).await?;
+        let from = match to {
+            MemoryStatus::Forgotten => MemoryStatus::Active,
+            MemoryStatus::Active => MemoryStatus::Forgotten,
+        };
+        if current.status != from {
+            return Err(ServiceError::Conflict(format!(
+                "memory `{memory_id}` is already {}",
+                current.status
+            )));
+        }
+        let action = match to {
+            MemoryStatus::Forgotten => "memory.forget",
+            MemoryStatus::Active => "memory.restore",
+        };
+        let audit = AuditDraft::new(action, &principal.attribution())
+            .workspace(&current.workspace_id)
+            .details(serde_json::json!({"memory_id": memory_id, "reason": reason}));
+        let changed = self
+            .store
+            .set_memory_status(MemoryStatusChange {
+                memory_id: memory_id.to_string(),
+                from,
+                to,
+                reason,
+                audit,
+            })
+            .await?;
+        Ok(view(changed, &access))
+    }
+}
