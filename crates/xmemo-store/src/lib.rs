@@ -40,6 +40,13 @@ pub trait Store: Send + Sync + 'static {
     async fn get_account(&self, account_id: &str) -> StoreResult<Option<Account>>;
     async fn find_account_by_handle(&self, handle: &str) -> StoreResult<Option<Account>>;
     async fn list_accounts(&self) -> StoreResult<Vec<Account>>;
+    /// Removes the account and everything only it owns, in one transaction (see
+    /// [`AccountDeletion`]); its audit entries stay, and `audit` is appended.
+    async fn delete_account(
+        &self,
+        account_id: &str,
+        audit: AuditDraft,
+    ) -> StoreResult<AccountDeletion>;
     async fn count_accounts(&self) -> StoreResult<u64>;
 
     async fn create_team(&self, new: NewTeam, audit: AuditDraft) -> StoreResult<Workspace>;

@@ -443,3 +443,14 @@ pub struct MemoryHit {
     /// Full-text relevance (higher is better); 0 for a recall without text.
     pub score: f64,
 }
+
+/// What deleting an account removed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AccountDeletion {
+    pub skills: u64,
+    pub memories: u64,
+    pub keys: u64,
+    pub memberships: u64,
+    /// Component blobs no longer referenced by any revision.
+    pub blobs: u64,
+}

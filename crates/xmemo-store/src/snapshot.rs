@@ -32,6 +32,8 @@ pub struct Snapshot {
     pub skills: Vec<Skill>,
     pub revisions: Vec<Revision>,
     pub blobs: Vec<BlobRow>,
+    pub memories: Vec<Memory>,
+    pub memory_versions: Vec<MemoryVersion>,
     pub audit: Vec<AuditEntry>,
 }
 
@@ -81,6 +83,16 @@ pub async fn export_snapshot(store: &dyn Store) -> StoreResult<Snapshot> {
             }
             snap.revisions.push(revision);
         }
+    }
+    let mut after: Option<String> = None;
+    loop {
+        let page = store.memory_page(&ids, after.as_deref(), 500).await?;
+        let Some(last) = page.last() else { break };
+        after = Some(last.memory_id.clone());
+        let page_ids: Vec<String> = page.iter().map(|m| m.memory_id.clone()).collect();
+        snap.memory_versions
+            .extend(store.memory_history(&page_ids).await?);
+        snap.memories.extend(page);
     }
     snap.audit = store.list_audit(&AuditFilter::default()).await?;
     Ok(snap)

@@ -173,6 +173,7 @@ conformance!(
     memories_forget_and_restore,
     memories_recall_ranks_and_filters,
     memories_concurrent_updates_one_wins,
+    account_deletion_leaves_nothing_behind,
 );
 
 // ---------------------------------------------------------------------------------------------
@@ -2080,6 +2081,7 @@ async fn transcript(store: &DynStore) -> Vec<String> {
 
 mod all_cases {
     pub use super::cases::*;
+    pub use super::deletion_cases::*;
     pub use super::memory_cases::*;
 }
 
@@ -2535,6 +2537,163 @@ mod memory_cases {
                 .unwrap()
                 .len(),
             2
+        );
+    }
+}
+
+mod deletion_cases {
+    use super::*;
+
+    pub async fn account_deletion_leaves_nothing_behind(db: &TestDb) {
+        let store = db.store();
+        let keeper = account(&store, "keeper").await;
+        let shared = component(
+            "references/shared.md",
+            ComponentType::Reference,
+            b"shared bytes",
+        );
+        save(
+            &store,
+            &keeper,
+            "kept",
+            draft("kept").components(vec![shared.clone()]),
+        )
+        .await;
+        let team = store
+            .create_team(
+                NewTeam {
+                    handle: "crew".into(),
+                    name: "Crew".into(),
+                    owner_account_id: keeper.account_id.clone(),
+                },
+                AuditDraft::new("workspace.create", &actor(&keeper.account_id)),
+            )
+            .await
+            .unwrap();
+        let before = store.table_counts().await.unwrap();
+
+        let leaver = account(&store, "leaver").await;
+        let who = actor(&leaver.account_id);
+        store
+            .put_member(
+                &team.workspace_id,
+                &leaver.account_id,
+                Role::Member,
+                AuditDraft::new("member.put", &who),
+            )
+            .await
+            .unwrap();
+        save(
+            &store,
+            &leaver,
+            "mine",
+            draft("mine")
+                .components(vec![
+                    shared.clone(),
+                    component("scripts/own.py", ComponentType::Script, b"print(1)"),
+                ])
+                .status(RevisionStatus::Published),
+        )
+        .await;
+        save(&store, &leaver, "mine", draft("mine v2")).await;
+        let ws = leaver.personal_workspace_id.as_str();
+        let mut m = memory_content(xmemo_core::MemoryKind::Note, "my note");
+        m.tags = vec!["mine".into()];
+        let note = remember(&store, new_memory(ws, &who, m)).await.memory;
+        store
+            .create_api_key(
+                NewApiKey {
+                    account_id: leaver.account_id.clone(),
+                    name: "k".into(),
+                    prefix: "xmk_leaver".into(),
+                    key_hash: "h-leaver".into(),
+                    scopes: vec!["memory:read".into()],
+                    profile: "ordinary-full".into(),
+                    expires_at: None,
+                },
+                AuditDraft::new("key.create", &who),
+            )
+            .await
+            .unwrap();
+        // A memory it saved in the team stays with the team.
+        let team_note = remember(
+            &store,
+            new_memory(
+                &team.workspace_id,
+                &who,
+                memory_content(xmemo_core::MemoryKind::Fact, "team fact"),
+            ),
+        )
+        .await
+        .memory;
+
+        let report = store
+            .delete_account(&leaver.account_id, AuditDraft::new("account.delete", &who))
+            .await
+            .unwrap();
+        assert_eq!(
+            report,
+            AccountDeletion {
+                skills: 1,
+                memories: 1,
+                keys: 1,
+                memberships: 2,
+                blobs: 1,
+            }
+        );
+        let mut after = store.table_counts().await.unwrap();
+        let mut expected = before.clone();
+        // The team memory (with its version) remains; the audit log only grows.
+        *expected.get_mut("memories").unwrap() += 1;
+        *expected.get_mut("memory_versions").unwrap() += 1;
+        assert!(after["audit_log"] > before["audit_log"]);
+        after.remove("audit_log");
+        expected.remove("audit_log");
+        assert_eq!(after, expected);
+        assert_eq!(store.get_account(&leaver.account_id).await.unwrap(), None);
+        assert_eq!(store.find_account_by_handle("leaver").await.unwrap(), None);
+        assert_eq!(store.get_workspace(ws).await.unwrap(), None);
+        assert_eq!(store.get_memory(&note.memory_id).await.unwrap(), None);
+        assert_eq!(store.find_api_key_by_hash("h-leaver").await.unwrap(), None);
+        let kept = store
+            .get_memory(&team_note.memory_id)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(kept.account_handle, None);
+        assert_eq!(kept.attribution.account_id, leaver.account_id);
+        assert!(search(&store, "mine", &[ws]).await.is_empty());
+        let members = store.list_members(&team.workspace_id).await.unwrap();
+        assert_eq!(members.len(), 1);
+        let audit = store.list_audit(&AuditFilter::default()).await.unwrap();
+        assert_eq!(verify_audit_chain(&audit), Ok(()));
+        assert_eq!(
+            audit.last().map(|e| e.action.as_str()),
+            Some("account.delete")
+        );
+        // The shared blob is still readable through the keeper's revision.
+        let kept_skill = store
+            .find_skills_by_slug(&[keeper.personal_workspace_id.clone()], "kept")
+            .await
+            .unwrap();
+        let rev = store
+            .latest_revision(&kept_skill[0].skill_id)
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(
+            store
+                .component_bytes(&rev.revision_id, "references/shared.md")
+                .await
+                .unwrap()
+                .is_some()
+        );
+        let missing = store
+            .delete_account(&leaver.account_id, AuditDraft::new("account.delete", &who))
+            .await;
+        assert!(
+            matches!(missing, Err(StoreError::NotFound(_))),
+            "{missing:?}"
         );
     }
 }

@@ -200,6 +200,72 @@ async fn populate(store: &dyn Store) {
         )
         .await
         .unwrap();
+
+    // Memories: one with two versions and tags, one forgotten, one with an expiry.
+    let content = |kind, text: &str, tags: &[&str]| xmemo_core::memory::MemoryContent {
+        kind,
+        content: text.into(),
+        title: Some(format!("about {text}")),
+        tags: tags.iter().map(|t| t.to_string()).collect(),
+        project: Some("shop".into()),
+    };
+    let new = |c: xmemo_core::memory::MemoryContent, expires: Option<&str>| NewMemory {
+        memory_id: xmemo_core::new_id("mem"),
+        workspace_id: ws.to_string(),
+        content_hash: xmemo_core::memory::memory_content_hash(&c.content),
+        content: c,
+        expires_at: expires.map(str::to_string),
+        attribution: actor(&alice.account_id),
+    };
+    let who = actor(&alice.account_id);
+    let first = store
+        .remember(
+            new(
+                content(xmemo_core::MemoryKind::Fact, "port 5433", &["db"]),
+                None,
+            ),
+            AuditDraft::new("memory.remember", &who),
+        )
+        .await
+        .unwrap()
+        .memory;
+    let next = content(
+        xmemo_core::MemoryKind::Fact,
+        "port 5434",
+        &["db", "staging"],
+    );
+    store
+        .update_memory(MemoryUpdate {
+            memory_id: first.memory_id.clone(),
+            expected_version: 1,
+            content_hash: xmemo_core::memory::memory_content_hash(&next.content),
+            content: next,
+            attribution: who.clone(),
+            audit: AuditDraft::new("memory.update", &who),
+        })
+        .await
+        .unwrap();
+    let gone = store
+        .remember(
+            new(
+                content(xmemo_core::MemoryKind::Todo, "old todo", &[]),
+                Some("2999-01-01T00:00:00.000Z"),
+            ),
+            AuditDraft::new("memory.remember", &who),
+        )
+        .await
+        .unwrap()
+        .memory;
+    store
+        .set_memory_status(MemoryStatusChange {
+            memory_id: gone.memory_id,
+            from: xmemo_core::MemoryStatus::Active,
+            to: xmemo_core::MemoryStatus::Forgotten,
+            reason: Some("done".into()),
+            audit: AuditDraft::new("memory.forget", &who),
+        })
+        .await
+        .unwrap();
 }
 
 fn assert_same(a: &Snapshot, b: &Snapshot) {
@@ -216,6 +282,8 @@ fn assert_same(a: &Snapshot, b: &Snapshot) {
     assert_eq!(a.skills, b.skills);
     assert_eq!(a.revisions, b.revisions);
     assert_eq!(a.blobs, b.blobs);
+    assert_eq!(a.memories, b.memories);
+    assert_eq!(a.memory_versions, b.memory_versions);
     assert_eq!(a.audit, b.audit);
 }
 
@@ -245,6 +313,8 @@ async fn sqlite_to_postgres_to_sqlite_keeps_everything() {
             .any(|s| s.asset_status == AssetStatus::Archived)
     );
     assert_eq!(original.blobs.len(), 2);
+    assert_eq!(original.memories.len(), 2);
+    assert_eq!(original.memory_versions.len(), 3);
 
     let Some((options, _guard)) = xmemo_testkit::postgres_fresh_database().await else {
         return;

@@ -354,3 +354,99 @@ pub async fn revoke_api_key<D: Dialect>(
     }
     Ok(revoked)
 }
+
+async fn count<D: Dialect>(
+    s: &mut super::Session<D>,
+    sql: &'static str,
+    id: &str,
+) -> StoreResult<u64> {
+    let n = s.one(Stmt::new(sql).bind(id), "count").await?.int("n")?;
+    super::driver::to_u64(n, "count")
+}
+
+/// Removes the account, its personal workspace with everything in it (skills, revisions,
+/// components, memories and their history), its keys and memberships, and the blobs only
+/// those revisions referenced; content it wrote in team workspaces stays with the teams.
+pub async fn delete_account<D: Dialect>(
+    store: &SqlStore<D>,
+    account_id: &str,
+    audit: AuditDraft,
+) -> StoreResult<AccountDeletion> {
+    let mut s = store.write().await?;
+    let Some(row) = s
+        .optional(
+            Stmt::new("SELECT personal_workspace_id FROM accounts WHERE account_id = $1")
+                .bind(account_id),
+        )
+        .await?
+    else {
+        return Err(StoreError::NotFound(format!("account {account_id}")));
+    };
+    let ws = row.text("personal_workspace_id")?;
+    let report = AccountDeletion {
+        skills: count(
+            &mut s,
+            "SELECT COUNT(*) AS n FROM skills WHERE workspace_id = $1",
+            &ws,
+        )
+        .await?,
+        memories: count(
+            &mut s,
+            "SELECT COUNT(*) AS n FROM memories WHERE workspace_id = $1",
+            &ws,
+        )
+        .await?,
+        keys: count(
+            &mut s,
+            "SELECT COUNT(*) AS n FROM api_keys WHERE account_id = $1",
+            account_id,
+        )
+        .await?,
+        memberships: count(
+            &mut s,
+            "SELECT COUNT(*) AS n FROM memberships WHERE account_id = $1",
+            account_id,
+        )
+        .await?,
+        blobs: 0,
+    };
+    // Blobs the workspace's revisions use, to drop those nothing else references afterwards.
+    let candidates: Vec<String> = s
+        .all(
+            Stmt::new(
+                "SELECT DISTINCT c.content_hash FROM revision_components c
+                 JOIN revisions r ON r.revision_id = c.revision_id
+                 JOIN skills k ON k.skill_id = r.skill_id
+                 WHERE k.workspace_id = $1 ORDER BY c.content_hash",
+            )
+            .bind(&ws),
+        )
+        .await?
+        .iter()
+        .map(|r| r.text("content_hash"))
+        .collect::<StoreResult<_>>()?;
+    for sql in D::INDEX_DELETE_WORKSPACE {
+        s.execute(Stmt::new(*sql).bind(&ws)).await?;
+    }
+    // Foreign keys cascade: skills → revisions → components, memories → versions and tags,
+    // the workspace's memberships; the account's keys and team memberships.
+    s.execute(Stmt::new("DELETE FROM workspaces WHERE workspace_id = $1").bind(&ws))
+        .await?;
+    s.execute(Stmt::new("DELETE FROM accounts WHERE account_id = $1").bind(account_id))
+        .await?;
+    let mut blobs = 0;
+    for hash in &candidates {
+        blobs += s
+            .execute(
+                Stmt::new(
+                    "DELETE FROM blobs WHERE content_hash = $1
+                     AND NOT EXISTS (SELECT 1 FROM revision_components c WHERE c.content_hash = $1)",
+                )
+                .bind(hash),
+            )
+            .await?;
+    }
+    audit::append(&mut s, &audit).await?;
+    s.commit().await?;
+    Ok(AccountDeletion { blobs, ..report })
+}

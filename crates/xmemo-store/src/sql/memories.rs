@@ -111,7 +111,7 @@ async fn reindex<D: Dialect>(s: &mut Session<D>, id: &str, tags: &[String]) -> S
     Ok(())
 }
 
-async fn insert_version<D: Dialect>(
+pub(super) async fn insert_version<D: Dialect>(
     s: &mut Session<D>,
     id: &str,
     number: i64,
@@ -451,4 +451,56 @@ pub async fn memory_page<D: Dialect>(
     .iter()
     .map(memory)
     .collect()
+}
+
+/// Inserts a memory and its versions as given (snapshot imports).
+pub async fn import_memory<D: Dialect>(
+    s: &mut Session<D>,
+    m: &Memory,
+    versions: &[&MemoryVersion],
+) -> StoreResult<()> {
+    let a = &m.attribution;
+    s.execute(
+        Stmt::new("INSERT INTO memories (memory_id, workspace_id, kind, title, content, content_hash, tags, project, expires_at, status, forgotten_reason, forgotten_at, version, account_id, credential_id, client_profile, agent_id, agent_instance_id, created_at, updated_at) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20)")
+            .bind(&m.memory_id)
+            .bind(&m.workspace_id)
+            .bind(m.kind.as_str())
+            .bind(&m.title)
+            .bind(&m.content)
+            .bind(xmemo_core::memory::memory_content_hash(&m.content))
+            .bind(tags_json(&m.tags))
+            .bind(m.project.as_deref().unwrap_or(""))
+            .bind(&m.expires_at)
+            .bind(m.status.as_str())
+            .bind(&m.forgotten_reason)
+            .bind(&m.forgotten_at)
+            .bind(m.version)
+            .bind(&a.account_id)
+            .bind(&a.credential_id)
+            .bind(&a.client_profile)
+            .bind(&a.agent_id)
+            .bind(&a.agent_instance_id)
+            .bind(&m.created_at)
+            .bind(&m.updated_at),
+    )
+    .await?;
+    for v in versions {
+        let content = MemoryContent {
+            kind: v.kind,
+            content: v.content.clone(),
+            title: v.title.clone(),
+            tags: v.tags.clone(),
+            project: None,
+        };
+        insert_version(
+            s,
+            &v.memory_id,
+            v.version,
+            &content,
+            &v.attribution,
+            &v.created_at,
+        )
+        .await?;
+    }
+    reindex(s, &m.memory_id, &m.tags).await
 }

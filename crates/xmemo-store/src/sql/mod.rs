@@ -69,6 +69,11 @@ pub trait Dialect: Send + Sync + Sized + 'static {
     fn memory_match(text: &str) -> Option<(String, Vec<String>)>;
     /// How a `hits` row joins the memory `m` it names.
     const MEMORY_HIT_JOIN: &'static str;
+
+    /// Removes the full-text rows of every skill and memory of workspace `$1`, before the
+    /// workspace is deleted; none where the index rows go with their owners (foreign keys,
+    /// generated columns).
+    const INDEX_DELETE_WORKSPACE: &'static [&'static str] = &[];
 }
 
 type Db<D> = <D as Dialect>::Driver;

@@ -1,6 +1,6 @@
 //! Inserting a whole installation verbatim (`xmemo admin copy`), in one transaction.
 
-use super::{Dialect, SqlStore, Stmt, accounts, audit, skills};
+use super::{Dialect, SqlStore, Stmt, accounts, audit, memories, skills};
 use crate::model::AuditDraft;
 use crate::snapshot::Snapshot;
 use crate::{Record, StoreResult};
@@ -69,6 +69,15 @@ pub async fn import<D: Dialect>(store: &SqlStore<D>, snap: &Snapshot) -> StoreRe
     for r in &snap.revisions {
         skills::insert_revision(&mut s, r).await?;
         skills::insert_components(&mut s, r).await?;
+    }
+    let mut versions: std::collections::BTreeMap<&str, Vec<&crate::model::MemoryVersion>> =
+        std::collections::BTreeMap::new();
+    for v in &snap.memory_versions {
+        versions.entry(v.memory_id.as_str()).or_default().push(v);
+    }
+    for m in &snap.memories {
+        let of_m = versions.remove(m.memory_id.as_str()).unwrap_or_default();
+        memories::import_memory(&mut s, m, &of_m).await?;
     }
     for e in &snap.audit {
         let draft = AuditDraft {

@@ -34,6 +34,13 @@ impl<D: Dialect> Store for SqlStore<D> {
     async fn list_accounts(&self) -> StoreResult<Vec<Account>> {
         accounts::list_accounts(self).await
     }
+    async fn delete_account(
+        &self,
+        account_id: &str,
+        audit: AuditDraft,
+    ) -> StoreResult<AccountDeletion> {
+        accounts::delete_account(self, account_id, audit).await
+    }
     async fn count_accounts(&self) -> StoreResult<u64> {
         accounts::count_accounts(self).await
     }

@@ -38,6 +38,10 @@ impl Dialect for Sqlite {
          SELECT search_key, COALESCE(title, ''), content, tags FROM memories WHERE memory_id = $1",
     );
     const MEMORY_HIT_JOIN: &'static str = "m.search_key = h.hit_key";
+    const INDEX_DELETE_WORKSPACE: &'static [&'static str] = &[
+        "DELETE FROM skills_fts WHERE rowid IN (SELECT search_key FROM skills WHERE workspace_id = $1)",
+        "DELETE FROM memories_fts WHERE rowid IN (SELECT search_key FROM memories WHERE workspace_id = $1)",
+    ];
 
     fn memory_match(text: &str) -> Option<(String, Vec<String>)> {
         let expression = crate::search::fts_expression(text)?;
