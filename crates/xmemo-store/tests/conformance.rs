@@ -2673,7 +2673,7 @@ mod deletion_cases {
         );
         // The shared blob is still readable through the keeper's revision.
         let kept_skill = store
-            .find_skills_by_slug(&[keeper.personal_workspace_id.clone()], "kept")
+            .find_skills_by_slug(std::slice::from_ref(&keeper.personal_workspace_id), "kept")
             .await
             .unwrap();
         let rev = store
