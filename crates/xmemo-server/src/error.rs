@@ -21,6 +21,9 @@ pub enum ServiceError {
     NotFound(String),
     #[error("{0}")]
     Conflict(String),
+    /// A conflict whose details name what is in the way.
+    #[error("{0}")]
+    ConflictWith(String, Value),
     /// A concurrent write won the race; the same request may succeed when tried again.
     #[error("{0}")]
     Contention(String),
@@ -53,7 +56,7 @@ impl ServiceError {
             Self::AuthRequired(_) => ErrorCode::AuthRequired,
             Self::PermissionDenied(_) => ErrorCode::PermissionDenied,
             Self::NotFound(_) => ErrorCode::NotFound,
-            Self::Conflict(_) | Self::Contention(_) => ErrorCode::Conflict,
+            Self::Conflict(_) | Self::ConflictWith(..) | Self::Contention(_) => ErrorCode::Conflict,
             Self::AmbiguousSlug { .. } => ErrorCode::AmbiguousSlug,
             Self::RevisionPinRequired(_) => ErrorCode::RevisionPinRequired,
             Self::SandboxUnavailable(_) => ErrorCode::SandboxUnavailable,
@@ -86,6 +89,7 @@ impl ServiceError {
     pub fn details(&self) -> Option<Value> {
         match self {
             Self::Validation(_, d) | Self::TooLarge(_, d) => d.clone(),
+            Self::ConflictWith(_, d) => Some(d.clone()),
             Self::AmbiguousSlug { slug, candidates } => Some(serde_json::json!({
                 "slug": slug,
                 "candidates": candidates,

@@ -24,6 +24,7 @@ pub fn protocol_error(e: ServiceError) -> ErrorData {
             ErrorData::invalid_request(e.public_message(), data)
         }
         ServiceError::Conflict(_)
+        | ServiceError::ConflictWith(..)
         | ServiceError::Contention(_)
         | ServiceError::SandboxUnavailable(_)
         | ServiceError::Unavailable(_)

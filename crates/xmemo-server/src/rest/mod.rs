@@ -1,6 +1,7 @@
 //! REST transport under `/api/v1` (and `/v1`): translation only, every rule lives in the
 //! service layer.
 
+mod account_data;
 mod accounts;
 mod execute;
 pub mod extract;
@@ -69,6 +70,7 @@ pub fn api_routes() -> Router<AppState> {
         .merge(execute::routes())
         .merge(packages::routes())
         .merge(memories::routes())
+        .merge(account_data::routes())
 }
 
 /// Fallback for unknown routes, in the SPEC error shape.

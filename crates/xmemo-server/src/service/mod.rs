@@ -2,6 +2,7 @@
 //! with an authenticated [`Principal`] and render the results.
 
 mod access;
+mod account_data;
 mod accounts;
 mod execute;
 pub mod memories;

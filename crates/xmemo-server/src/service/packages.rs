@@ -215,10 +215,20 @@ impl Service {
             .ok_or_else(|| {
                 ServiceError::NotFound(format!("revision `{}` not found", root.revision_id))
             })?;
-        let content = self.revision_content(&revision).await?;
+        self.capsule_of(&root.slug, &root.skill_id, &revision).await
+    }
+
+    /// The Source Capsule of one revision (after the caller's access was checked).
+    pub(super) async fn capsule_of(
+        &self,
+        slug: &str,
+        skill_id: &str,
+        revision: &Revision,
+    ) -> ServiceResult<Capsule> {
+        let content = self.revision_content(revision).await?;
         let input = CapsuleInput {
-            slug: root.slug,
-            skill_id: root.skill_id,
+            slug: slug.to_string(),
+            skill_id: skill_id.to_string(),
             revision_id: revision.revision_id.clone(),
             revision_number: u64::try_from(revision.revision_number).unwrap_or(0),
             status: revision.status,
