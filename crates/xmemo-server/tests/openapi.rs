@@ -121,6 +121,7 @@ fn concrete(path: &str) -> String {
                 Some("workspace") => "personal",
                 Some("account") => "bob",
                 Some("key_id") => "key_x",
+                Some("invitation_id") => "inv_x",
                 Some(other) => panic!("no placeholder for path parameter `{other}`; add one"),
             },
         )

@@ -4,6 +4,7 @@
 mod access;
 mod accounts;
 mod execute;
+mod invitations;
 mod packages;
 mod recall;
 mod served;

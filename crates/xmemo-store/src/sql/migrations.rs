@@ -24,6 +24,15 @@ macro_rules! embed_migrations {
                     "/0002_revision_source.sql"
                 )),
             },
+            $crate::migrate::Migration {
+                version: 3,
+                name: "invitations",
+                sql: include_str!(concat!(
+                    "../../migrations/",
+                    $dialect,
+                    "/0003_invitations.sql"
+                )),
+            },
         ]
     };
 }

@@ -6,6 +6,7 @@
 mod accounts;
 mod audit;
 pub(crate) mod driver;
+mod invitations;
 mod migrations;
 mod rows;
 mod skills;
