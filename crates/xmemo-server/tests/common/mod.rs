@@ -52,6 +52,14 @@ impl TestServer {
 
     /// Like [`TestServer::start`], with the service adjusted first (e.g. `with_sandbox`).
     pub async fn start_configured(configure: impl FnOnce(Service) -> Service) -> Self {
+        Self::start_with(configure, xmemo_server::mcp::McpConfig::default()).await
+    }
+
+    /// Like [`TestServer::start_configured`], with these MCP settings.
+    pub async fn start_with(
+        configure: impl FnOnce(Service) -> Service,
+        mcp: xmemo_server::mcp::McpConfig,
+    ) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let (store, pg) = fresh_store(dir.path()).await;
         let service = configure(Service::new(store.clone()));
@@ -73,7 +81,7 @@ impl TestServer {
             ServerInfo {
                 public_url: url.clone(),
                 version: "test",
-                ..Default::default()
+                mcp,
             },
         );
         tokio::spawn(serve(listener, app, std::future::pending()));
