@@ -348,8 +348,13 @@ async fn unknown_and_known_handles_answer_alike() {
     let pairs = [("bob", "nobody"), (bob_id.as_str(), unknown_id.as_str())];
     let mut bob_invitation = None;
     for (i, (known, unknown)) in pairs.iter().enumerate() {
+        let before = s.store.statements_run();
         let a = invite(&s, "ops", owner, known, "member").await;
+        let known_work = s.store.statements_run() - before;
+        let before = s.store.statements_run();
         let b = invite(&s, "ops", owner, unknown, "member").await;
+        let unknown_work = s.store.statements_run() - before;
+        assert_eq!(known_work, unknown_work, "the same statements either way");
         assert_eq!(a.status.as_u16(), 202, "{}", a.body);
         assert_eq!(a.status, b.status);
         assert_eq!(shape(&a.body), shape(&b.body), "{} vs {}", a.body, b.body);

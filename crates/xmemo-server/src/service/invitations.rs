@@ -71,21 +71,18 @@ impl Service {
             .into());
         }
         let account = self.lookup_account(&req.invitee).await?;
-        if let Some(a) = &account {
-            // Only a member can be "already a member", and the caller can read the member
-            // list, so this tells nothing about accounts outside the team.
-            if self
-                .store
-                .list_members(&ws.workspace_id)
-                .await?
-                .iter()
-                .any(|x| x.account_id == a.account_id)
-            {
-                return Err(ServiceError::Conflict(format!(
-                    "`{}` is already a member of `{}`; change the role with PUT /workspaces/{}/members/{}",
-                    req.invitee, ws.handle, ws.handle, req.invitee
-                )));
-            }
+        // Read whether or not an account was found, so both cases run the same statements.
+        // Only a member can be "already a member", and the caller can read the member list,
+        // so this tells nothing about accounts outside the team.
+        let members = self.store.list_members(&ws.workspace_id).await?;
+        let already = account
+            .as_ref()
+            .is_some_and(|a| members.iter().any(|x| x.account_id == a.account_id));
+        if already {
+            return Err(ServiceError::Conflict(format!(
+                "`{}` is already a member of `{}`; change the role with PUT /workspaces/{}/members/{}",
+                req.invitee, ws.handle, ws.handle, req.invitee
+            )));
         }
         let audit = AuditDraft::new("invitation.create", &principal.attribution())
             .workspace(&ws.workspace_id)
