@@ -58,8 +58,10 @@ pub enum ClientCommand {
     Archive(skills::ArchiveArgs),
     /// Make an archived skill active again
     Restore(skills::ArchiveArgs),
-    /// Your workspaces and team members
+    /// Your workspaces, team members and the invitations you send
     Workspaces(accounts::WorkspacesArgs),
+    /// Invitations to teams, waiting for your answer: list, accept, decline
+    Invitations(accounts::InvitationsArgs),
     /// Your API keys
     Keys(accounts::KeysArgs),
     /// Who the current key belongs to, its scopes and workspaces
@@ -77,6 +79,7 @@ impl ClientCommand {
             Self::Reject(a) => &a.conn,
             Self::Archive(a) | Self::Restore(a) => &a.conn,
             Self::Workspaces(a) => &a.conn,
+            Self::Invitations(a) => &a.conn,
             Self::Keys(a) => &a.conn,
             Self::Whoami(a) => &a.conn,
             Self::Execute(a) => &a.conn,
@@ -111,6 +114,7 @@ async fn dispatch(cmd: ClientCommand) -> anyhow::Result<()> {
         ClientCommand::Archive(a) => skills::archive(a).await,
         ClientCommand::Restore(a) => skills::restore(a).await,
         ClientCommand::Workspaces(a) => accounts::workspaces(a).await,
+        ClientCommand::Invitations(a) => accounts::invitations(a).await,
         ClientCommand::Keys(a) => accounts::keys(a).await,
         ClientCommand::Whoami(a) => accounts::whoami(a).await,
         ClientCommand::Execute(a) => execute::execute(a).await,

@@ -476,15 +476,43 @@ fn workspaces_members_keys_and_review() {
     let bob = admin.with_key(&bob_key);
     assert!(bob.ok(&["whoami"]).contains("bob"));
 
+    // Joining a team takes an invitation the invitee accepts.
     let out = admin.ok(&[
         "workspaces",
-        "add-member",
+        "invite",
+        "platform",
+        "bob",
+        "--role",
+        "viewer",
+    ]);
+    assert!(out.contains("invited bob to platform as viewer"), "{out}");
+    bob.fails_with(&["workspaces", "members", "platform"], "NOT_FOUND");
+    let pending = admin.json(&["workspaces", "invitations", "platform"]);
+    let first = str_at(&pending, "/invitations/0/invitation_id").to_string();
+    assert!(
+        admin
+            .ok(&["workspaces", "invitations", "platform"])
+            .contains(&first)
+    );
+    let out = bob.ok(&["invitations"]);
+    assert!(out.contains(&first) && out.contains("platform"), "{out}");
+    let declined = bob.json(&["invitations", "decline", &first]);
+    assert_eq!(declined["invitation"]["status"], "declined");
+    assert!(
+        bob.ok(&["invitations", "list"])
+            .contains("no pending invitations")
+    );
+    let invited = admin.json(&[
+        "workspaces",
+        "invite",
         "platform",
         "bob",
         "--role",
         "member",
     ]);
-    assert!(out.contains("bob is now member of platform"), "{out}");
+    let second = str_at(&invited, "/invitation/invitation_id").to_string();
+    let out = bob.ok(&["invitations", "accept", &second]);
+    assert!(out.contains("joined platform as member"), "{out}");
     let out = admin.ok(&["workspaces", "members", "platform"]);
     assert!(out.contains("admin") && out.contains("owner"), "{out}");
     assert!(out.contains("bob") && out.contains("member"), "{out}");
@@ -493,13 +521,40 @@ fn workspaces_members_keys_and_review() {
     admin.fails_with(
         &[
             "workspaces",
-            "add-member",
+            "set-role",
             "platform",
             "bob",
             "--role",
             "emperor",
         ],
         "VALIDATION_ERROR",
+    );
+    // A role change is for members only; an invitation can be withdrawn.
+    admin.fails_with(
+        &[
+            "workspaces",
+            "set-role",
+            "platform",
+            "carol",
+            "--role",
+            "viewer",
+        ],
+        "NOT_FOUND",
+    );
+    let third = admin.json(&[
+        "workspaces",
+        "invite",
+        "platform",
+        "carol",
+        "--role",
+        "viewer",
+    ]);
+    let third = str_at(&third, "/invitation/invitation_id").to_string();
+    let out = admin.ok(&["workspaces", "revoke-invitation", "platform", &third]);
+    assert!(out.contains("revoked invitation"), "{out}");
+    assert_eq!(
+        admin.json(&["workspaces", "invitations", "platform"])["invitations"],
+        serde_json::json!([])
     );
 
     // Team review: a member's publish becomes a proposal, an owner approves or rejects.
@@ -574,6 +629,28 @@ fn workspaces_members_keys_and_review() {
     let out = admin.ok(&["workspaces", "remove-member", "platform", "bob"]);
     assert!(out.contains("removed bob from platform"), "{out}");
     bob.fails_with(&["workspaces", "members", "platform"], "NOT_FOUND");
+
+    // Any member may leave; the last owner may not.
+    let again = admin.json(&[
+        "workspaces",
+        "invite",
+        "platform",
+        "bob",
+        "--role",
+        "viewer",
+    ]);
+    bob.ok(&[
+        "invitations",
+        "accept",
+        str_at(&again, "/invitation/invitation_id"),
+    ]);
+    let left = bob.json(&["workspaces", "leave", "platform"]);
+    assert_eq!(left["left"]["workspace"], "platform");
+    bob.fails_with(&["workspaces", "members", "platform"], "NOT_FOUND");
+    let run = admin.fails_with(&["workspaces", "leave", "platform"], "CONFLICT");
+    assert!(run.stderr.contains("at least one owner"), "{run:#?}");
+    let run = admin.run(&["workspaces", "leave", "platform", "--json"]);
+    assert_eq!(run.json()["error"]["code"], "CONFLICT");
 
     // Keys: create (secret once), list, use, revoke.
     let out = admin.ok(&["keys", "create", "--name", "laptop"]);

@@ -29,6 +29,10 @@ pub const HANDLE_MAX_CHARS: usize = SLUG_MAX_CHARS;
 pub const NOTE_MAX_CHARS: usize = 2000;
 /// API key names, after trimming.
 pub const KEY_NAME_MAX_CHARS: usize = 128;
+/// Pending invitations one team may hold at once. Invitations to handles that name no
+/// account are stored like any other (so the answer does not reveal which handles exist),
+/// and this bound keeps a team from filling the table with them.
+pub const PENDING_INVITATIONS_MAX: usize = 100;
 /// Attribution header values (`X-Memory-OS-Agent-ID`, `X-Memory-OS-Agent-Instance-ID`).
 pub const ATTRIBUTION_MAX_CHARS: usize = 128;
 /// `execute_cloud_skill` `timeout_seconds`: accepted range and default (SPEC §5).

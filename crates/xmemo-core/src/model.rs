@@ -72,6 +72,16 @@ string_enum!(
 );
 
 string_enum!(
+    /// Where a team invitation stands. Only `pending` can change, and only once.
+    InvitationStatus {
+        Pending => "pending",
+        Accepted => "accepted",
+        Declined => "declined",
+        Revoked => "revoked",
+    }
+);
+
+string_enum!(
     /// What a save asks for (SPEC §4).
     SaveIntent { Draft => "draft", Publish => "publish" }
 );
@@ -107,6 +117,19 @@ impl Role {
     pub fn is_manager(self) -> bool {
         matches!(self, Role::Owner | Role::Admin)
     }
+    /// Whether someone holding `self` may hand out `other` (invite with it, or set it): never
+    /// a role above one's own.
+    pub fn may_grant(self, other: Role) -> bool {
+        self.rank() >= other.rank()
+    }
+    fn rank(self) -> u8 {
+        match self {
+            Role::Owner => 3,
+            Role::Admin => 2,
+            Role::Member => 1,
+            Role::Viewer => 0,
+        }
+    }
 }
 
 /// One component as a client submits it (bytes already decoded).
@@ -136,4 +159,24 @@ pub struct ComponentManifest {
     pub content_hash: String,
     pub size: u64,
     pub media_type: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Role;
+
+    #[test]
+    fn a_role_grants_only_roles_up_to_its_own() {
+        use Role::*;
+        let order = [Viewer, Member, Admin, Owner];
+        for (i, holder) in order.iter().enumerate() {
+            for (j, granted) in order.iter().enumerate() {
+                assert_eq!(
+                    holder.may_grant(*granted),
+                    j <= i,
+                    "{holder} grants {granted}"
+                );
+            }
+        }
+    }
 }

@@ -7,7 +7,6 @@
 mod common;
 
 use common::{TestServer, skill};
-use reqwest::Method;
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use xmemo_server::sandbox::{SandboxConfig, SandboxEngine};
@@ -400,16 +399,8 @@ async fn drafts_run_for_writers_published_for_every_member() {
     )
     .await
     .expect_ok();
-    for (who, role) in [("bob", "member"), ("carol", "viewer")] {
-        s.call(
-            Method::PUT,
-            &format!("/api/v1/workspaces/ops/members/{who}"),
-            owner,
-            Some(json!({"role": role})),
-        )
-        .await
-        .expect_ok();
-    }
+    s.join("ops", owner, "bob", &member, "member").await;
+    s.join("ops", owner, "carol", &viewer, "viewer").await;
     let mut body = script_skill("greet", "greet.py", "print('{\"hi\": 1}')\n");
     body["workspace"] = json!("ops");
     let draft = save_rev(&s, &member, body.clone()).await;

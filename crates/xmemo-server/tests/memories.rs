@@ -17,8 +17,8 @@ fn data(r: &Reply) -> &Value {
     &r.expect_ok()["data"]
 }
 
-/// A team `ops` of the admin with `handle` as a member in `role`.
-async fn team_with(s: &TestServer, members: &[(&str, &str)]) {
+/// A team `ops` of the admin with these `(handle, key, role)` members.
+async fn team_with(s: &TestServer, members: &[(&str, &str, &str)]) {
     s.post(
         "/api/v1/workspaces",
         &s.admin_key,
@@ -26,15 +26,8 @@ async fn team_with(s: &TestServer, members: &[(&str, &str)]) {
     )
     .await
     .expect_ok();
-    for (handle, role) in members {
-        s.call(
-            Method::PUT,
-            &format!("/api/v1/workspaces/ops/members/{handle}"),
-            &s.admin_key,
-            Some(json!({"role": role})),
-        )
-        .await
-        .expect_ok();
+    for (handle, key, role) in members {
+        s.join("ops", &s.admin_key, handle, key, role).await;
     }
 }
 
@@ -333,7 +326,11 @@ async fn team_memories_show_who_saved_them_and_roles_apply() {
     let outsider = s.account("eve", &["memory:read", "memory:write"]).await;
     team_with(
         &s,
-        &[("bob", "member"), ("carol", "member"), ("vic", "viewer")],
+        &[
+            ("bob", &bob, "member"),
+            ("carol", &carol, "member"),
+            ("vic", &viewer, "viewer"),
+        ],
     )
     .await;
 

@@ -122,6 +122,7 @@ fn concrete(path: &str) -> String {
                 Some("account") => "bob",
                 Some("key_id") => "key_x",
                 Some("memory_id") => "mem_x",
+                Some("invitation_id") => "inv_x",
                 Some(other) => panic!("no placeholder for path parameter `{other}`; add one"),
             },
         )

@@ -1697,15 +1697,7 @@ async fn github_and_clawhub_urls_import_end_to_end() {
         .expect_error(422, "VALIDATION_ERROR");
     // …and so is a role that may not write there.
     let viewer = s.account("viewer", &["memory:read", "memory:write"]).await;
-    let r = s
-        .call(
-            Method::PUT,
-            "/api/v1/workspaces/platform/members/viewer",
-            &key,
-            Some(json!({"role": "viewer"})),
-        )
-        .await;
-    assert!(r.status.is_success(), "{}", r.body);
+    s.join("platform", &key, "viewer", &viewer, "viewer").await;
     import_url(&s, &viewer, json!({"url": url, "workspace": "platform"}))
         .await
         .expect_error(403, "PERMISSION_DENIED");

@@ -42,16 +42,9 @@ async fn team_roles_visibility_and_scopes() {
         )
         .await;
     assert_eq!(team.status.as_u16(), 201, "{}", team.body);
-    for (who, role) in [("bob", "member"), ("carol", "viewer"), ("dave", "admin")] {
-        s.call(
-            Method::PUT,
-            &format!("/api/v1/workspaces/ops/members/{who}"),
-            owner,
-            Some(json!({"role": role})),
-        )
-        .await
-        .expect_ok();
-    }
+    s.join("ops", owner, "bob", &member, "member").await;
+    s.join("ops", owner, "carol", &viewer, "viewer").await;
+    s.join("ops", owner, "dave", &admin, "admin").await;
     // Members (not owners) cannot manage members.
     s.call(
         Method::PUT,

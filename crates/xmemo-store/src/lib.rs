@@ -16,7 +16,7 @@ pub use error::StoreError;
 pub use model::*;
 pub use sql::{Record, SqlStore};
 use std::collections::BTreeMap;
-use xmemo_core::{AssetStatus, Role};
+use xmemo_core::{AssetStatus, InvitationStatus, Role};
 
 pub type StoreResult<T> = Result<T, StoreError>;
 
@@ -55,20 +55,61 @@ pub trait Store: Send + Sync + 'static {
     /// Every workspace the account belongs to, with its role there.
     async fn memberships(&self, account_id: &str) -> StoreResult<Vec<Membership>>;
     async fn list_members(&self, workspace_id: &str) -> StoreResult<Vec<Member>>;
-    /// Adds the member or changes its role.
-    async fn put_member(
+    /// Changes the role of an existing member (`NotFound` when the account is not one; an
+    /// account becomes a member only by accepting an invitation). Refused with `Conflict`
+    /// when it would leave the workspace without an owner, checked under a lock on the
+    /// workspace so concurrent changes cannot both pass.
+    async fn set_member_role(
         &self,
         workspace_id: &str,
         account_id: &str,
         role: Role,
         audit: AuditDraft,
     ) -> StoreResult<()>;
+    /// Removes a member; false when the account is not one (nothing audited). Refused with
+    /// `Conflict` when it would remove the last owner, under the same lock.
     async fn remove_member(
         &self,
         workspace_id: &str,
         account_id: &str,
         audit: AuditDraft,
     ) -> StoreResult<bool>;
+
+    // ---- invitations ----
+    /// Stores a pending invitation (`Conflict` when one for the same invitee spelling is
+    /// already pending in that workspace); the audit draft gets the new `invitation_id`.
+    async fn create_invitation(
+        &self,
+        new: NewInvitation,
+        audit: AuditDraft,
+    ) -> StoreResult<Invitation>;
+    async fn get_invitation(&self, invitation_id: &str) -> StoreResult<Option<Invitation>>;
+    /// A workspace's invitations, oldest first; only those with `status` when given.
+    async fn workspace_invitations(
+        &self,
+        workspace_id: &str,
+        status: Option<InvitationStatus>,
+    ) -> StoreResult<Vec<Invitation>>;
+    /// The pending invitations addressed to an account, oldest first.
+    async fn account_invitations(&self, account_id: &str) -> StoreResult<Vec<Invitation>>;
+    /// Atomically: the invitation, pending and addressed to `account_id`, becomes accepted or
+    /// declined (else `NotFound`); accepting also inserts the membership with the
+    /// invitation's role (`Conflict` when the account is already a member); plus the audit
+    /// entry. Nothing is written when any step fails.
+    async fn answer_invitation(
+        &self,
+        invitation_id: &str,
+        account_id: &str,
+        answer: InvitationAnswer,
+        audit: AuditDraft,
+    ) -> StoreResult<Invitation>;
+    /// A pending invitation of this workspace becomes revoked (else `NotFound`), audited.
+    async fn revoke_invitation(
+        &self,
+        workspace_id: &str,
+        invitation_id: &str,
+        audit: AuditDraft,
+    ) -> StoreResult<Invitation>;
 
     // ---- API keys ----
     async fn create_api_key(&self, new: NewApiKey, audit: AuditDraft) -> StoreResult<ApiKey>;

@@ -4,7 +4,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 pub use xmemo_core::ComponentManifest;
-use xmemo_core::{AssetStatus, ComponentType, RevisionStatus, Role, WorkspaceKind};
+use xmemo_core::{
+    AssetStatus, ComponentType, InvitationStatus, RevisionStatus, Role, WorkspaceKind,
+};
 
 /// Now, as the store writes it.
 pub fn now() -> String {
@@ -63,6 +65,46 @@ pub struct Member {
     pub display_name: String,
     pub role: Role,
     pub added_at: String,
+}
+
+/// An invitation to join a team (the only way an account becomes a member of a team it did
+/// not create).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Invitation {
+    pub invitation_id: String,
+    pub workspace_id: String,
+    /// The team's handle and name, read with the invitation.
+    pub workspace_handle: String,
+    pub workspace_name: String,
+    /// The handle or account id exactly as the inviter wrote it.
+    pub invitee: String,
+    /// The account `invitee` named when the invitation was made; `None` when it named none,
+    /// and then the invitation never reaches anyone.
+    pub account_id: Option<String>,
+    pub role: Role,
+    pub status: InvitationStatus,
+    /// Account id of the inviter, and its handle.
+    pub invited_by: String,
+    pub invited_by_handle: String,
+    pub created_at: String,
+    pub responded_at: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct NewInvitation {
+    pub workspace_id: String,
+    pub invitee: String,
+    pub account_id: Option<String>,
+    pub role: Role,
+    pub invited_by: String,
+}
+
+/// How an invitee answers a pending invitation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InvitationAnswer {
+    /// Becomes a member with the invitation's role.
+    Accept,
+    Decline,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -29,6 +29,8 @@ pub struct Snapshot {
     pub workspaces: Vec<Workspace>,
     pub memberships: Vec<MembershipRow>,
     pub api_keys: Vec<ApiKey>,
+    /// Every invitation, whatever its status.
+    pub invitations: Vec<Invitation>,
     pub skills: Vec<Skill>,
     pub revisions: Vec<Revision>,
     pub blobs: Vec<BlobRow>,
@@ -60,6 +62,10 @@ pub async fn export_snapshot(store: &dyn Store) -> StoreResult<Snapshot> {
                 added_at: m.added_at,
             });
         }
+    }
+    for ws in workspaces.values() {
+        snap.invitations
+            .extend(store.workspace_invitations(&ws.workspace_id, None).await?);
     }
     let ids: Vec<String> = workspaces.keys().cloned().collect();
     snap.workspaces = workspaces.into_values().collect();

@@ -16,7 +16,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-use xmemo_core::{AssetStatus, ComponentType, RevisionStatus, Role, WorkspaceKind};
+use xmemo_core::{
+    AssetStatus, ComponentType, InvitationStatus, RevisionStatus, Role, WorkspaceKind,
+};
 use xmemo_store::postgres::{PgPoolSettings, PostgresStore};
 use xmemo_store::sqlite::SqliteStore;
 use xmemo_store::*;
@@ -174,6 +176,11 @@ conformance!(
     memories_recall_ranks_and_filters,
     memories_concurrent_updates_one_wins,
     account_deletion_leaves_nothing_behind,
+    invitations_reach_only_their_account,
+    accepting_is_atomic,
+    decline_and_revoke_close_an_invitation_once,
+    teams_keep_an_owner,
+    concurrent_owner_removals_keep_one,
 );
 
 // ---------------------------------------------------------------------------------------------
@@ -199,6 +206,46 @@ async fn account(store: &DynStore, handle: &str) -> Account {
                 is_admin: false,
             },
             AuditDraft::new("account.create", &Attribution::default()),
+        )
+        .await
+        .unwrap()
+}
+
+/// Makes `who` a member of `team` the only way there is: an invitation it accepts.
+async fn join(store: &DynStore, team: &Workspace, by: &Account, who: &Account, role: Role) {
+    let invitation = store
+        .create_invitation(
+            NewInvitation {
+                workspace_id: team.workspace_id.clone(),
+                invitee: who.handle.clone(),
+                account_id: Some(who.account_id.clone()),
+                role,
+                invited_by: by.account_id.clone(),
+            },
+            AuditDraft::new("invitation.create", &actor(&by.account_id)),
+        )
+        .await
+        .unwrap();
+    store
+        .answer_invitation(
+            &invitation.invitation_id,
+            &who.account_id,
+            InvitationAnswer::Accept,
+            AuditDraft::new("invitation.accept", &actor(&who.account_id)),
+        )
+        .await
+        .unwrap();
+}
+
+async fn team(store: &DynStore, handle: &str, owner: &Account) -> Workspace {
+    store
+        .create_team(
+            NewTeam {
+                handle: handle.into(),
+                name: format!("{handle} team"),
+                owner_account_id: owner.account_id.clone(),
+            },
+            AuditDraft::new("workspace.create", &actor(&owner.account_id)),
         )
         .await
         .unwrap()
@@ -357,6 +404,7 @@ const TABLE_NAMES: &[&str] = &[
     "api_keys",
     "audit_log",
     "blobs",
+    "invitations",
     "memberships",
     "memories",
     "memory_tags",
@@ -521,15 +569,22 @@ mod cases {
         assert_eq!(store.table_counts().await.unwrap(), before);
 
         let who = actor(&alice.account_id);
-        store
-            .put_member(
+        // Nobody becomes a member by a role change: only an accepted invitation adds one.
+        let before = store.table_counts().await.unwrap();
+        let not_member = store
+            .set_member_role(
                 &team.workspace_id,
                 &bob.account_id,
                 Role::Member,
-                AuditDraft::new("member.put", &who).workspace(&team.workspace_id),
+                AuditDraft::new("member.role", &who).workspace(&team.workspace_id),
             )
-            .await
-            .unwrap();
+            .await;
+        assert!(
+            matches!(not_member, Err(StoreError::NotFound(_))),
+            "{not_member:?}"
+        );
+        assert_eq!(store.table_counts().await.unwrap(), before);
+        join(&store, &team, &alice, &bob, Role::Member).await;
         let members = store.list_members(&team.workspace_id).await.unwrap();
         let roles: Vec<(&str, Role)> = members
             .iter()
@@ -538,11 +593,11 @@ mod cases {
         assert_eq!(roles, [("alice", Role::Owner), ("bob", Role::Member)]);
 
         store
-            .put_member(
+            .set_member_role(
                 &team.workspace_id,
                 &bob.account_id,
                 Role::Admin,
-                AuditDraft::new("member.put", &who).workspace(&team.workspace_id),
+                AuditDraft::new("member.role", &who).workspace(&team.workspace_id),
             )
             .await
             .unwrap();
@@ -1881,6 +1936,7 @@ mod cases {
             ("api_keys", 0),
             ("audit_log", 2),
             ("blobs", 0),
+            ("invitations", 0),
             ("memberships", 1),
             ("memories", 0),
             ("memory_tags", 0),
@@ -1897,6 +1953,434 @@ mod cases {
         assert_eq!(counts, expected);
         store.ping().await.unwrap();
         assert!(["sqlite", "postgres"].contains(&store.backend()));
+    }
+
+    pub async fn invitations_reach_only_their_account(db: &TestDb) {
+        let store = db.store();
+        let alice = account(&store, "alice").await;
+        let bob = account(&store, "bob").await;
+        let carol = account(&store, "carol").await;
+        let ops = team(&store, "ops", &alice).await;
+        let other = team(&store, "other", &carol).await;
+        let invite = |invitee: &str, account_id: Option<&str>| NewInvitation {
+            workspace_id: ops.workspace_id.clone(),
+            invitee: invitee.into(),
+            account_id: account_id.map(str::to_string),
+            role: Role::Viewer,
+            invited_by: alice.account_id.clone(),
+        };
+        let audit = || AuditDraft::new("invitation.create", &actor(&alice.account_id));
+        let to_bob = store
+            .create_invitation(invite("bob", Some(&bob.account_id)), audit())
+            .await
+            .unwrap();
+        let to_ghost = store
+            .create_invitation(invite("ghost", None), audit())
+            .await
+            .unwrap();
+        assert!(to_bob.invitation_id.starts_with("inv_"));
+        assert_eq!(to_bob.status, InvitationStatus::Pending);
+        assert_eq!(to_bob.workspace_handle, "ops");
+        assert_eq!(to_bob.workspace_name, "ops team");
+        assert_eq!(to_bob.invited_by_handle, "alice");
+        assert_eq!(to_bob.account_id.as_deref(), Some(bob.account_id.as_str()));
+        assert_eq!(to_bob.responded_at, None);
+        assert_eq!(to_ghost.account_id, None);
+        assert_eq!(to_ghost.invitee, "ghost");
+
+        // Nothing of the team reaches bob before he answers.
+        assert_eq!(store.memberships(&bob.account_id).await.unwrap().len(), 1);
+        assert_eq!(
+            store.list_members(&ops.workspace_id).await.unwrap().len(),
+            1
+        );
+        assert_eq!(
+            store.account_invitations(&bob.account_id).await.unwrap(),
+            std::slice::from_ref(&to_bob)
+        );
+        assert!(
+            store
+                .account_invitations(&carol.account_id)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        assert_eq!(
+            store
+                .workspace_invitations(&ops.workspace_id, Some(InvitationStatus::Pending))
+                .await
+                .unwrap(),
+            [to_bob.clone(), to_ghost.clone()]
+        );
+        assert!(
+            store
+                .workspace_invitations(&other.workspace_id, None)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        assert_eq!(
+            store.get_invitation(&to_ghost.invitation_id).await.unwrap(),
+            Some(to_ghost.clone())
+        );
+        assert_eq!(store.get_invitation("inv_missing").await.unwrap(), None);
+
+        // An invitation that named no account never reaches the account that takes the
+        // handle later.
+        let ghost = account(&store, "ghost").await;
+        assert!(
+            store
+                .account_invitations(&ghost.account_id)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+
+        // One pending invitation per invitee spelling; a refused one writes nothing.
+        let before = store.table_counts().await.unwrap();
+        let again = store
+            .create_invitation(invite("bob", Some(&bob.account_id)), audit())
+            .await;
+        assert!(conflict(again).contains("bob"));
+        assert_eq!(store.table_counts().await.unwrap(), before);
+
+        // The audit entry names the invitation the store allocated.
+        let entries = store.list_audit(&AuditFilter::default()).await.unwrap();
+        let created: Vec<&AuditEntry> = entries
+            .iter()
+            .filter(|e| e.action == "invitation.create")
+            .collect();
+        assert_eq!(created.len(), 2);
+        assert_eq!(created[0].details["invitation_id"], to_bob.invitation_id);
+        assert_eq!(
+            created[0].workspace_id.as_deref(),
+            Some(ops.workspace_id.as_str())
+        );
+    }
+
+    pub async fn accepting_is_atomic(db: &TestDb) {
+        let store = db.store();
+        let alice = account(&store, "alice").await;
+        let bob = account(&store, "bob").await;
+        let carol = account(&store, "carol").await;
+        let ops = team(&store, "ops", &alice).await;
+        let invite = |role: Role| NewInvitation {
+            workspace_id: ops.workspace_id.clone(),
+            invitee: "bob".into(),
+            account_id: Some(bob.account_id.clone()),
+            role,
+            invited_by: alice.account_id.clone(),
+        };
+        let first = store
+            .create_invitation(
+                invite(Role::Member),
+                AuditDraft::new("invitation.create", &actor(&alice.account_id)),
+            )
+            .await
+            .unwrap();
+        let accept = |by: &Account, id: &str| {
+            let (store, by, id) = (store.clone(), by.clone(), id.to_string());
+            async move {
+                store
+                    .answer_invitation(
+                        &id,
+                        &by.account_id,
+                        InvitationAnswer::Accept,
+                        AuditDraft::new("invitation.accept", &actor(&by.account_id)),
+                    )
+                    .await
+            }
+        };
+
+        // Someone else cannot accept it.
+        let before = store.table_counts().await.unwrap();
+        let stolen = accept(&carol, &first.invitation_id).await;
+        assert!(matches!(stolen, Err(StoreError::NotFound(_))), "{stolen:?}");
+        assert_eq!(store.table_counts().await.unwrap(), before);
+        assert_eq!(store.memberships(&carol.account_id).await.unwrap().len(), 1);
+
+        // Accepting: the invitation's state, the membership and the audit entry, together.
+        let accepted = accept(&bob, &first.invitation_id).await.unwrap();
+        assert_eq!(accepted.status, InvitationStatus::Accepted);
+        assert!(accepted.responded_at.is_some());
+        let after = store.table_counts().await.unwrap();
+        assert_eq!(after["memberships"], before["memberships"] + 1);
+        assert_eq!(after["audit_log"], before["audit_log"] + 1);
+        assert_eq!(after["invitations"], before["invitations"]);
+        let roles: Vec<(String, Role)> = store
+            .list_members(&ops.workspace_id)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|m| (m.handle, m.role))
+            .collect();
+        assert_eq!(
+            roles,
+            [("alice".into(), Role::Owner), ("bob".into(), Role::Member)]
+        );
+        let entries = store.list_audit(&AuditFilter::default()).await.unwrap();
+        let last = entries.last().unwrap();
+        assert_eq!(last.action, "invitation.accept");
+        assert_eq!(last.actor.account_id, bob.account_id);
+        assert_eq!(
+            last.workspace_id.as_deref(),
+            Some(ops.workspace_id.as_str())
+        );
+        assert!(verify_audit_chain(&entries).is_ok());
+
+        // An answered invitation cannot be answered again.
+        let before = store.table_counts().await.unwrap();
+        let twice = accept(&bob, &first.invitation_id).await;
+        assert!(matches!(twice, Err(StoreError::NotFound(_))), "{twice:?}");
+        assert_eq!(store.table_counts().await.unwrap(), before);
+
+        // Accepting while already a member fails as a whole: the invitation stays pending,
+        // the role stays, no audit entry.
+        let second = store
+            .create_invitation(
+                invite(Role::Admin),
+                AuditDraft::new("invitation.create", &actor(&alice.account_id)),
+            )
+            .await
+            .unwrap();
+        let before = store.table_counts().await.unwrap();
+        let msg = conflict(accept(&bob, &second.invitation_id).await);
+        assert!(msg.contains("already a member"), "{msg}");
+        assert_eq!(store.table_counts().await.unwrap(), before);
+        assert_eq!(
+            store
+                .get_invitation(&second.invitation_id)
+                .await
+                .unwrap()
+                .unwrap()
+                .status,
+            InvitationStatus::Pending
+        );
+        let bob_role = store
+            .memberships(&bob.account_id)
+            .await
+            .unwrap()
+            .into_iter()
+            .find(|m| m.workspace.workspace_id == ops.workspace_id)
+            .map(|m| m.role);
+        assert_eq!(bob_role, Some(Role::Member));
+    }
+
+    pub async fn decline_and_revoke_close_an_invitation_once(db: &TestDb) {
+        let store = db.store();
+        let alice = account(&store, "alice").await;
+        let bob = account(&store, "bob").await;
+        let ops = team(&store, "ops", &alice).await;
+        let other = team(&store, "other", &bob).await;
+        let invite = || {
+            let store = store.clone();
+            let (ops, alice, bob) = (ops.clone(), alice.clone(), bob.clone());
+            async move {
+                store
+                    .create_invitation(
+                        NewInvitation {
+                            workspace_id: ops.workspace_id.clone(),
+                            invitee: bob.account_id.clone(),
+                            account_id: Some(bob.account_id.clone()),
+                            role: Role::Viewer,
+                            invited_by: alice.account_id.clone(),
+                        },
+                        AuditDraft::new("invitation.create", &actor(&alice.account_id)),
+                    )
+                    .await
+                    .unwrap()
+            }
+        };
+        let answer = |id: String, how: InvitationAnswer| {
+            let (store, bob) = (store.clone(), bob.clone());
+            async move {
+                store
+                    .answer_invitation(
+                        &id,
+                        &bob.account_id,
+                        how,
+                        AuditDraft::new("invitation.answer", &actor(&bob.account_id)),
+                    )
+                    .await
+            }
+        };
+
+        let declined_one = invite().await;
+        let before = store.table_counts().await.unwrap();
+        let declined = answer(
+            declined_one.invitation_id.clone(),
+            InvitationAnswer::Decline,
+        )
+        .await
+        .unwrap();
+        assert_eq!(declined.status, InvitationStatus::Declined);
+        let after = store.table_counts().await.unwrap();
+        assert_eq!(
+            after["memberships"], before["memberships"],
+            "decline adds no one"
+        );
+        assert_eq!(after["audit_log"], before["audit_log"] + 1);
+        assert_eq!(store.memberships(&bob.account_id).await.unwrap().len(), 2);
+        for how in [InvitationAnswer::Accept, InvitationAnswer::Decline] {
+            let late = answer(declined_one.invitation_id.clone(), how).await;
+            assert!(matches!(late, Err(StoreError::NotFound(_))), "{late:?}");
+        }
+        assert!(
+            store
+                .account_invitations(&bob.account_id)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+
+        // The same invitee may be invited again once nothing is pending; only its own
+        // workspace revokes it.
+        let revoked_one = invite().await;
+        let revoke = |ws: &Workspace| {
+            let (store, ws, id) = (store.clone(), ws.clone(), revoked_one.invitation_id.clone());
+            let alice = alice.clone();
+            async move {
+                store
+                    .revoke_invitation(
+                        &ws.workspace_id,
+                        &id,
+                        AuditDraft::new("invitation.revoke", &actor(&alice.account_id)),
+                    )
+                    .await
+            }
+        };
+        let before = store.table_counts().await.unwrap();
+        let elsewhere = revoke(&other).await;
+        assert!(
+            matches!(elsewhere, Err(StoreError::NotFound(_))),
+            "{elsewhere:?}"
+        );
+        assert_eq!(store.table_counts().await.unwrap(), before);
+        let revoked = revoke(&ops).await.unwrap();
+        assert_eq!(revoked.status, InvitationStatus::Revoked);
+        assert!(matches!(revoke(&ops).await, Err(StoreError::NotFound(_))));
+        let late = answer(revoked_one.invitation_id.clone(), InvitationAnswer::Accept).await;
+        assert!(matches!(late, Err(StoreError::NotFound(_))), "{late:?}");
+        assert_eq!(store.memberships(&bob.account_id).await.unwrap().len(), 2);
+        assert!(
+            store
+                .workspace_invitations(&ops.workspace_id, Some(InvitationStatus::Pending))
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        let history: Vec<InvitationStatus> = store
+            .workspace_invitations(&ops.workspace_id, None)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|i| i.status)
+            .collect();
+        assert_eq!(
+            history,
+            [InvitationStatus::Declined, InvitationStatus::Revoked]
+        );
+    }
+
+    pub async fn teams_keep_an_owner(db: &TestDb) {
+        let store = db.store();
+        let alice = account(&store, "alice").await;
+        let bob = account(&store, "bob").await;
+        let ops = team(&store, "ops", &alice).await;
+        join(&store, &ops, &alice, &bob, Role::Member).await;
+        let who = actor(&alice.account_id);
+        let set = |account: &Account, role: Role| {
+            let (store, ws, id, who) = (
+                store.clone(),
+                ops.workspace_id.clone(),
+                account.account_id.clone(),
+                who.clone(),
+            );
+            async move {
+                store
+                    .set_member_role(&ws, &id, role, AuditDraft::new("member.role", &who))
+                    .await
+            }
+        };
+        let remove = |ws: &str, account: &Account| {
+            let (store, ws, id, who) = (
+                store.clone(),
+                ws.to_string(),
+                account.account_id.clone(),
+                who.clone(),
+            );
+            async move {
+                store
+                    .remove_member(&ws, &id, AuditDraft::new("member.remove", &who))
+                    .await
+            }
+        };
+
+        let before = store.table_counts().await.unwrap();
+        assert!(conflict(set(&alice, Role::Admin).await).contains("at least one owner"));
+        assert!(conflict(remove(&ops.workspace_id, &alice).await).contains("at least one owner"));
+        // A personal workspace's owner is its only owner too.
+        conflict(remove(&alice.personal_workspace_id, &alice).await);
+        assert_eq!(store.table_counts().await.unwrap(), before);
+        // The last owner keeping the role is no change of ownership.
+        set(&alice, Role::Owner).await.unwrap();
+
+        // With a second owner, the first may step down, and then the second is the last.
+        set(&bob, Role::Owner).await.unwrap();
+        set(&alice, Role::Admin).await.unwrap();
+        conflict(remove(&ops.workspace_id, &bob).await);
+        conflict(set(&bob, Role::Viewer).await);
+        assert!(remove(&ops.workspace_id, &alice).await.unwrap());
+        assert!(!remove(&ops.workspace_id, &alice).await.unwrap());
+        let gone = set(&alice, Role::Member).await;
+        assert!(matches!(gone, Err(StoreError::NotFound(_))), "{gone:?}");
+        let roles: Vec<(String, Role)> = store
+            .list_members(&ops.workspace_id)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|m| (m.handle, m.role))
+            .collect();
+        assert_eq!(roles, [("bob".into(), Role::Owner)]);
+    }
+
+    /// Two owners removing each other at the same moment (on two nodes under PostgreSQL):
+    /// exactly one removal wins, so the team keeps an owner.
+    pub async fn concurrent_owner_removals_keep_one(db: &TestDb) {
+        let store = db.store();
+        let alice = account(&store, "alice").await;
+        let bob = account(&store, "bob").await;
+        for round in 0..6 {
+            let ws = team(&store, &format!("t{round}"), &alice).await;
+            join(&store, &ws, &alice, &bob, Role::Owner).await;
+            let mut tasks = Vec::new();
+            for (i, (actor_of, leaving)) in [(&alice, &bob), (&bob, &alice)].into_iter().enumerate()
+            {
+                let node = db.node(i);
+                let (ws_id, leaving_id) = (ws.workspace_id.clone(), leaving.account_id.clone());
+                let audit = AuditDraft::new("member.remove", &actor(&actor_of.account_id));
+                tasks.push(tokio::spawn(async move {
+                    node.remove_member(&ws_id, &leaving_id, audit).await
+                }));
+            }
+            let mut removed = 0;
+            for t in tasks {
+                match t.await.unwrap() {
+                    Ok(true) => removed += 1,
+                    Err(StoreError::Conflict(_) | StoreError::Contention(_)) => {}
+                    other => panic!("round {round}: {other:?}"),
+                }
+            }
+            assert_eq!(removed, 1, "round {round}");
+            let owners = store
+                .list_members(&ws.workspace_id)
+                .await
+                .unwrap()
+                .into_iter()
+                .filter(|m| m.role == Role::Owner)
+                .count();
+            assert_eq!(owners, 1, "round {round}");
+        }
     }
 }
 
@@ -1939,15 +2423,7 @@ async fn transcript(store: &DynStore) -> Vec<String> {
         )
         .await
         .unwrap();
-    store
-        .put_member(
-            &team.workspace_id,
-            &alice.account_id,
-            Role::Viewer,
-            AuditDraft::new("m", &actor(&bob.account_id)),
-        )
-        .await
-        .unwrap();
+    join(store, &team, &bob, &alice, Role::Viewer).await;
     let ids = |s: &str, map: &[(&str, &str)]| {
         let mut s = s.to_string();
         for (from, to) in map {
@@ -2574,15 +3050,7 @@ mod deletion_cases {
 
         let leaver = account(&store, "leaver").await;
         let who = actor(&leaver.account_id);
-        store
-            .put_member(
-                &team.workspace_id,
-                &leaver.account_id,
-                Role::Member,
-                AuditDraft::new("member.put", &who),
-            )
-            .await
-            .unwrap();
+        join(&store, &team, &keeper, &leaver, Role::Member).await;
         save(
             &store,
             &leaver,
@@ -2724,7 +3192,9 @@ mod postgres_only {
             .await
             .unwrap();
         // One row per embedded migration, each applied once.
-        assert_eq!(n, 3);
+        let embedded = <xmemo_store::postgres::Postgres as xmemo_store::sql::Dialect>::MIGRATIONS;
+        assert!(embedded.len() >= 3, "0001_init … 0003_invitations");
+        assert_eq!(n, embedded.len() as i64);
         a.close().await;
         b.close().await;
     }

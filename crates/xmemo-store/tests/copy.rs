@@ -3,7 +3,9 @@
 
 use serde_json::json;
 use std::sync::Arc;
-use xmemo_core::{AssetStatus, ComponentType, RevisionStatus, Role, content_hash};
+use xmemo_core::{
+    AssetStatus, ComponentType, InvitationStatus, RevisionStatus, Role, content_hash,
+};
 use xmemo_store::postgres::{PgPoolSettings, PostgresStore};
 use xmemo_store::snapshot::{Snapshot, export_snapshot};
 use xmemo_store::sqlite::SqliteStore;
@@ -99,12 +101,39 @@ async fn populate(store: &dyn Store) {
         )
         .await
         .unwrap();
+    let invitation = store
+        .create_invitation(
+            NewInvitation {
+                workspace_id: team.workspace_id.clone(),
+                invitee: "bob".into(),
+                account_id: Some(bob.account_id.clone()),
+                role: Role::Member,
+                invited_by: alice.account_id.clone(),
+            },
+            AuditDraft::new("invitation.create", &actor(&alice.account_id)),
+        )
+        .await
+        .unwrap();
     store
-        .put_member(
-            &team.workspace_id,
+        .answer_invitation(
+            &invitation.invitation_id,
             &bob.account_id,
-            Role::Member,
-            AuditDraft::new("member.put", &actor(&alice.account_id)),
+            InvitationAnswer::Accept,
+            AuditDraft::new("invitation.accept", &actor(&bob.account_id)),
+        )
+        .await
+        .unwrap();
+    // A pending one to a handle that names no account travels too.
+    store
+        .create_invitation(
+            NewInvitation {
+                workspace_id: team.workspace_id.clone(),
+                invitee: "nobody-yet".into(),
+                account_id: None,
+                role: Role::Viewer,
+                invited_by: alice.account_id.clone(),
+            },
+            AuditDraft::new("invitation.create", &actor(&alice.account_id)),
         )
         .await
         .unwrap();
@@ -279,6 +308,7 @@ fn assert_same(a: &Snapshot, b: &Snapshot) {
             .collect::<Vec<_>>()
     };
     assert_eq!(keys(a), keys(b));
+    assert_eq!(a.invitations, b.invitations);
     assert_eq!(a.skills, b.skills);
     assert_eq!(a.revisions, b.revisions);
     assert_eq!(a.blobs, b.blobs);
@@ -315,6 +345,11 @@ async fn sqlite_to_postgres_to_sqlite_keeps_everything() {
     assert_eq!(original.blobs.len(), 2);
     assert_eq!(original.memories.len(), 2);
     assert_eq!(original.memory_versions.len(), 3);
+    let statuses: Vec<InvitationStatus> = original.invitations.iter().map(|i| i.status).collect();
+    assert_eq!(
+        statuses,
+        [InvitationStatus::Accepted, InvitationStatus::Pending]
+    );
 
     let Some((options, _guard)) = xmemo_testkit::postgres_fresh_database().await else {
         return;

@@ -1,4 +1,4 @@
-//! The caller's side of accounts: `whoami`, workspaces and members, API keys.
+//! The caller's side of accounts: `whoami`, workspaces, members and invitations, API keys.
 
 use super::Conn;
 use super::http::{Api, decode};
@@ -6,7 +6,7 @@ use super::output::{or_dash, print_json, table};
 use clap::{Args, Subcommand};
 use reqwest::Method;
 use serde_json::{Value, json};
-use xmemo_server::service::types::{CreatedKey, WorkspaceView};
+use xmemo_server::service::types::{CreatedKey, InvitationView, WorkspaceView};
 use xmemo_store::{Account, ApiKey, Member};
 
 #[derive(Args, Debug)]
@@ -34,8 +34,25 @@ pub enum WorkspacesCommand {
         /// Workspace id or team handle
         workspace: String,
     },
-    /// Add an account to a team, or change its role
-    AddMember {
+    /// Invite an account to a team; it becomes a member only when it accepts
+    /// (`xmemo invitations accept ID`)
+    Invite {
+        workspace: String,
+        /// Account handle or id
+        account: String,
+        /// owner, admin, member or viewer (at most your own role)
+        #[arg(long)]
+        role: String,
+    },
+    /// A team's pending invitations (owners and admins)
+    Invitations { workspace: String },
+    /// Withdraw a pending invitation
+    RevokeInvitation {
+        workspace: String,
+        invitation_id: String,
+    },
+    /// Change the role of an existing member
+    SetRole {
         workspace: String,
         /// Account handle or id
         account: String,
@@ -43,8 +60,28 @@ pub enum WorkspacesCommand {
         #[arg(long)]
         role: String,
     },
-    /// Remove an account from a team
+    /// Remove an account from a team (yourself: the same as `leave`)
     RemoveMember { workspace: String, account: String },
+    /// Leave a team (its last owner cannot)
+    Leave { workspace: String },
+}
+
+#[derive(Args, Debug)]
+pub struct InvitationsArgs {
+    #[command(subcommand)]
+    pub command: Option<InvitationsCommand>,
+    #[command(flatten)]
+    pub conn: Conn,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum InvitationsCommand {
+    /// Invitations waiting for your answer (the default)
+    List,
+    /// Join the team with the invitation's role
+    Accept { invitation_id: String },
+    /// Turn the invitation down; nothing of the team is added
+    Decline { invitation_id: String },
 }
 
 #[derive(Args, Debug)]
@@ -166,7 +203,80 @@ pub async fn workspaces(a: WorkspacesArgs) -> anyhow::Result<()> {
                 table(["HANDLE", "ROLE", "NAME", "ACCOUNT", "ADDED"], &rows)
             );
         }
-        WorkspacesCommand::AddMember {
+        WorkspacesCommand::Invite {
+            workspace,
+            account,
+            role,
+        } => {
+            let url = api.url(&["workspaces", &workspace, "invitations"], &[])?;
+            let body = json!({ "invitee": account, "role": role });
+            let value = api
+                .call(Method::POST, url, Some(&body))
+                .await?
+                .unwrap_or(Value::Null);
+            if json {
+                print_json(&value);
+                return Ok(());
+            }
+            let i: InvitationView = field(&value, "invitation", "invitation")?;
+            println!(
+                "invited {} to {} as {} (invitation {}); they join when they accept it",
+                i.invitee, i.workspace, i.role, i.invitation_id
+            );
+        }
+        WorkspacesCommand::Invitations { workspace } => {
+            let value = api
+                .get(api.url(&["workspaces", &workspace, "invitations"], &[])?)
+                .await?;
+            if json {
+                print_json(&value);
+                return Ok(());
+            }
+            let list: Vec<InvitationView> = field(&value, "invitations", "invitation list")?;
+            let rows: Vec<[String; 5]> = list
+                .iter()
+                .map(|i| {
+                    [
+                        i.invitation_id.clone(),
+                        i.invitee.clone(),
+                        i.role.to_string(),
+                        i.invited_by.clone(),
+                        i.created_at.clone(),
+                    ]
+                })
+                .collect();
+            println!(
+                "{}",
+                table(["INVITATION", "INVITEE", "ROLE", "BY", "CREATED"], &rows)
+            );
+        }
+        WorkspacesCommand::RevokeInvitation {
+            workspace,
+            invitation_id,
+        } => {
+            let url = api.url(
+                &["workspaces", &workspace, "invitations", &invitation_id],
+                &[],
+            )?;
+            api.call(Method::DELETE, url, None).await?;
+            if json {
+                print_json(
+                    &json!({ "revoked": { "workspace": workspace, "invitation_id": invitation_id } }),
+                );
+            } else {
+                println!("revoked invitation {invitation_id} of {workspace}");
+            }
+        }
+        WorkspacesCommand::Leave { workspace } => {
+            let url = api.url(&["workspaces", &workspace, "leave"], &[])?;
+            api.call(Method::POST, url, None).await?;
+            if json {
+                print_json(&json!({ "left": { "workspace": workspace } }));
+            } else {
+                println!("left {workspace}");
+            }
+        }
+        WorkspacesCommand::SetRole {
             workspace,
             account,
             role,
@@ -192,6 +302,68 @@ pub async fn workspaces(a: WorkspacesArgs) -> anyhow::Result<()> {
             } else {
                 println!("removed {account} from {workspace}");
             }
+        }
+    }
+    Ok(())
+}
+
+pub async fn invitations(a: InvitationsArgs) -> anyhow::Result<()> {
+    let api = Api::new(&a.conn)?;
+    let json = a.conn.json;
+    match a.command.unwrap_or(InvitationsCommand::List) {
+        InvitationsCommand::List => {
+            let value = api.get(api.url(&["invitations"], &[])?).await?;
+            if json {
+                print_json(&value);
+                return Ok(());
+            }
+            let list: Vec<InvitationView> = field(&value, "invitations", "invitation list")?;
+            if list.is_empty() {
+                println!("no pending invitations");
+                return Ok(());
+            }
+            let rows: Vec<[String; 5]> = list
+                .iter()
+                .map(|i| {
+                    [
+                        i.invitation_id.clone(),
+                        i.workspace.clone(),
+                        i.role.to_string(),
+                        i.invited_by.clone(),
+                        i.workspace_name.clone(),
+                    ]
+                })
+                .collect();
+            println!(
+                "{}",
+                table(["INVITATION", "TEAM", "ROLE", "BY", "NAME"], &rows)
+            );
+        }
+        InvitationsCommand::Accept { invitation_id } => {
+            let url = api.url(&["invitations", &invitation_id, "accept"], &[])?;
+            let value = api
+                .call(Method::POST, url, None)
+                .await?
+                .unwrap_or(Value::Null);
+            if json {
+                print_json(&value);
+                return Ok(());
+            }
+            let ws: WorkspaceView = field(&value, "workspace", "workspace")?;
+            println!("joined {} as {}", ws.handle, ws.role);
+        }
+        InvitationsCommand::Decline { invitation_id } => {
+            let url = api.url(&["invitations", &invitation_id, "decline"], &[])?;
+            let value = api
+                .call(Method::POST, url, None)
+                .await?
+                .unwrap_or(Value::Null);
+            if json {
+                print_json(&value);
+                return Ok(());
+            }
+            let i: InvitationView = field(&value, "invitation", "invitation")?;
+            println!("declined the invitation to {}", i.workspace);
         }
     }
     Ok(())

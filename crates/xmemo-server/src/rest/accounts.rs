@@ -1,4 +1,5 @@
-//! The caller, workspaces and members, API keys and (for administrators) accounts.
+//! The caller, workspaces, members and invitations, API keys and (for administrators)
+//! accounts.
 
 use super::extract::{ApiJson, ApiPath, Authed};
 use super::{ApiResult, AppState};
@@ -7,7 +8,7 @@ use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Json;
-use axum::routing::{get, put};
+use axum::routing::{delete, get, post, put};
 use serde_json::{Value, json};
 
 pub fn routes() -> Router<AppState> {
@@ -19,8 +20,26 @@ pub fn routes() -> Router<AppState> {
             "/workspaces/{workspace}/members/{account}",
             put(put_member).delete(remove_member),
         )
+        .route(
+            "/workspaces/{workspace}/invitations",
+            get(team_invitations).post(invite),
+        )
+        .route(
+            "/workspaces/{workspace}/invitations/{invitation_id}",
+            delete(revoke_invitation),
+        )
+        .route("/workspaces/{workspace}/leave", post(leave))
+        .route("/invitations", get(my_invitations))
+        .route(
+            "/invitations/{invitation_id}/accept",
+            post(accept_invitation),
+        )
+        .route(
+            "/invitations/{invitation_id}/decline",
+            post(decline_invitation),
+        )
         .route("/keys", get(list_keys).post(create_key))
-        .route("/keys/{key_id}", axum::routing::delete(revoke_key))
+        .route("/keys/{key_id}", delete(revoke_key))
         .route("/accounts", get(list_accounts).post(create_account))
 }
 
@@ -65,6 +84,7 @@ async fn list_members(
     ))
 }
 
+/// Changes an existing member's role; a non-member is NOT_FOUND (invite instead).
 async fn put_member(
     State(state): State<AppState>,
     Authed(p): Authed,
@@ -73,7 +93,7 @@ async fn put_member(
 ) -> ApiResult<Json<Value>> {
     let member = state
         .service
-        .put_member(&p, &workspace, &account, req.role)
+        .set_member_role(&p, &workspace, &account, req.role)
         .await?;
     Ok(Json(json!({ "member": member })))
 }
@@ -88,6 +108,81 @@ async fn remove_member(
         .remove_member(&p, &workspace, &account)
         .await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+async fn leave(
+    State(state): State<AppState>,
+    Authed(p): Authed,
+    ApiPath(workspace): ApiPath<String>,
+) -> ApiResult<StatusCode> {
+    state.service.leave_team(&p, &workspace).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn team_invitations(
+    State(state): State<AppState>,
+    Authed(p): Authed,
+    ApiPath(workspace): ApiPath<String>,
+) -> ApiResult<Json<Value>> {
+    Ok(Json(
+        json!({ "invitations": state.service.team_invitations(&p, &workspace).await? }),
+    ))
+}
+
+/// 202: the invitation is recorded; membership follows only if the invitee accepts. The
+/// answer is the same whether or not the invitee names an account.
+async fn invite(
+    State(state): State<AppState>,
+    Authed(p): Authed,
+    ApiPath(workspace): ApiPath<String>,
+    ApiJson(req): ApiJson<InviteRequest>,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    let invitation = state.service.invite(&p, &workspace, req).await?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(json!({ "invitation": invitation })),
+    ))
+}
+
+async fn revoke_invitation(
+    State(state): State<AppState>,
+    Authed(p): Authed,
+    ApiPath((workspace, invitation_id)): ApiPath<(String, String)>,
+) -> ApiResult<StatusCode> {
+    state
+        .service
+        .revoke_invitation(&p, &workspace, &invitation_id)
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn my_invitations(
+    State(state): State<AppState>,
+    Authed(p): Authed,
+) -> ApiResult<Json<Value>> {
+    Ok(Json(
+        json!({ "invitations": state.service.my_invitations(&p).await? }),
+    ))
+}
+
+async fn accept_invitation(
+    State(state): State<AppState>,
+    Authed(p): Authed,
+    ApiPath(invitation_id): ApiPath<String>,
+) -> ApiResult<Json<Value>> {
+    let (invitation, workspace) = state.service.accept_invitation(&p, &invitation_id).await?;
+    Ok(Json(
+        json!({ "invitation": invitation, "workspace": workspace }),
+    ))
+}
+
+async fn decline_invitation(
+    State(state): State<AppState>,
+    Authed(p): Authed,
+    ApiPath(invitation_id): ApiPath<String>,
+) -> ApiResult<Json<Value>> {
+    let invitation = state.service.decline_invitation(&p, &invitation_id).await?;
+    Ok(Json(json!({ "invitation": invitation })))
 }
 
 async fn list_keys(State(state): State<AppState>, Authed(p): Authed) -> ApiResult<Json<Value>> {

@@ -5,6 +5,7 @@ mod access;
 mod account_data;
 mod accounts;
 mod execute;
+mod invitations;
 pub mod memories;
 mod packages;
 mod recall;

@@ -5,7 +5,7 @@ use super::types::*;
 use crate::auth::Principal;
 use crate::error::{ServiceError, ServiceResult};
 use xmemo_core::{Role, Scope, WorkspaceKind};
-use xmemo_store::{AuditDraft, Member, NewTeam};
+use xmemo_store::{AuditDraft, Member, NewTeam, StoreError, Workspace};
 
 impl Service {
     pub async fn list_workspaces(
@@ -44,6 +44,7 @@ impl Service {
         xmemo_core::validate::validate_name("name", &name)?;
         let audit = AuditDraft::new("workspace.create", &principal.attribution())
             .details(serde_json::json!({"handle": req.handle}));
+        let handle = req.handle.clone();
         let ws = self
             .store
             .create_team(
@@ -54,7 +55,13 @@ impl Service {
                 },
                 audit,
             )
-            .await?;
+            .await
+            .map_err(|e| match e {
+                // Team handles are unique, so a create of a taken one must fail; it fails
+                // alike whether or not the caller can see that team.
+                StoreError::Conflict(_) => handle_unavailable(&handle),
+                other => other.into(),
+            })?;
         Ok(WorkspaceView {
             workspace_id: ws.workspace_id,
             handle: ws.handle,
@@ -75,9 +82,12 @@ impl Service {
         Ok(self.store.list_members(&m.workspace.workspace_id).await?)
     }
 
-    /// Adds an account (by handle or id) to a team, or changes its role. Owners and admins
-    /// manage members; only owners grant or take away `owner`; the last owner stays.
-    pub async fn put_member(
+    /// Changes the role of an existing member (by handle or account id). Owners and admins
+    /// manage members; only owners grant or take away `owner`; the store keeps the last
+    /// owner. Nobody becomes a member this way: a non-member is NOT_FOUND whether or not the
+    /// account exists (invite them instead), so the answer reveals nothing beyond the member
+    /// list the caller can read anyway.
+    pub async fn set_member_role(
         &self,
         principal: &Principal,
         workspace: &str,
@@ -88,32 +98,27 @@ impl Service {
         let access = self.access(principal).await?;
         let m = access.resolve(workspace)?;
         let ws = m.workspace.clone();
-        self.check_team_manager(ws.kind, m.role)?;
-        let target = self.find_account(account).await?;
-        let members = self.store.list_members(&ws.workspace_id).await?;
-        let current = members.iter().find(|x| x.account_id == target.account_id);
-        let touches_owner = role == Role::Owner || current.is_some_and(|c| c.role == Role::Owner);
+        check_team_manager(ws.kind, m.role)?;
+        let target = self.member_named(&ws, account).await?;
+        let touches_owner = role == Role::Owner || target.role == Role::Owner;
         if touches_owner && m.role != Role::Owner {
             return Err(ServiceError::PermissionDenied(
                 "only an owner may grant or change the owner role".into(),
             ));
         }
-        if current.is_some_and(|c| c.role == Role::Owner) && role != Role::Owner {
-            ensure_another_owner(&members, &target.account_id)?;
-        }
-        let audit = AuditDraft::new("member.put", &principal.attribution())
+        let audit = AuditDraft::new("member.role", &principal.attribution())
             .workspace(&ws.workspace_id)
-            .details(serde_json::json!({"account_id": target.account_id, "role": role}));
+            .details(serde_json::json!({
+                "account_id": target.account_id, "from": target.role, "role": role,
+            }));
         self.store
-            .put_member(&ws.workspace_id, &target.account_id, role, audit)
+            .set_member_role(&ws.workspace_id, &target.account_id, role, audit)
             .await?;
-        let members = self.store.list_members(&ws.workspace_id).await?;
-        members
-            .into_iter()
-            .find(|x| x.account_id == target.account_id)
-            .ok_or_else(|| ServiceError::Internal("member vanished after insert".into()))
+        Ok(Member { role, ..target })
     }
 
+    /// Removes a member. Anyone may remove themselves (that is leaving); removing someone
+    /// else takes an owner or admin, and an owner takes an owner. The last owner stays.
     pub async fn remove_member(
         &self,
         principal: &Principal,
@@ -124,44 +129,72 @@ impl Service {
         let access = self.access(principal).await?;
         let m = access.resolve(workspace)?;
         let ws = m.workspace.clone();
-        self.check_team_manager(ws.kind, m.role)?;
-        let target = self.find_account(account).await?;
-        let members = self.store.list_members(&ws.workspace_id).await?;
-        let Some(current) = members.iter().find(|x| x.account_id == target.account_id) else {
-            return Err(ServiceError::NotFound(format!(
-                "`{account}` is not a member"
-            )));
-        };
-        if current.role == Role::Owner {
-            if m.role != Role::Owner {
-                return Err(ServiceError::PermissionDenied(
-                    "only an owner may remove an owner".into(),
-                ));
-            }
-            ensure_another_owner(&members, &target.account_id)?;
+        if ws.kind != WorkspaceKind::Team {
+            return Err(personal_has_no_members());
+        }
+        let target = self.member_named(&ws, account).await?;
+        if target.account_id == principal.account.account_id {
+            return self.leave_checked(principal, &ws.workspace_id).await;
+        }
+        check_team_manager(ws.kind, m.role)?;
+        if target.role == Role::Owner && m.role != Role::Owner {
+            return Err(ServiceError::PermissionDenied(
+                "only an owner may remove an owner".into(),
+            ));
         }
         let audit = AuditDraft::new("member.remove", &principal.attribution())
             .workspace(&ws.workspace_id)
-            .details(serde_json::json!({"account_id": target.account_id}));
+            .details(serde_json::json!({"account_id": target.account_id, "role": target.role}));
         self.store
             .remove_member(&ws.workspace_id, &target.account_id, audit)
             .await?;
         Ok(())
     }
 
-    fn check_team_manager(&self, kind: WorkspaceKind, role: Role) -> ServiceResult<()> {
-        if kind != WorkspaceKind::Team {
+    /// The caller leaves a team, whatever its role, unless it is the last owner (CONFLICT).
+    pub async fn leave_team(&self, principal: &Principal, workspace: &str) -> ServiceResult<()> {
+        principal.require(Scope::Write)?;
+        let access = self.access(principal).await?;
+        let ws = access.resolve(workspace)?.workspace.clone();
+        if ws.kind != WorkspaceKind::Team {
             return Err(ServiceError::validation(
-                "personal workspaces have no other members",
+                "a personal workspace cannot be left",
                 "workspace",
             ));
         }
-        if !role.is_manager() {
-            return Err(ServiceError::PermissionDenied(format!(
-                "your role `{role}` may not manage members"
-            )));
+        self.leave_checked(principal, &ws.workspace_id).await
+    }
+
+    async fn leave_checked(&self, principal: &Principal, workspace_id: &str) -> ServiceResult<()> {
+        let audit = AuditDraft::new("member.leave", &principal.attribution())
+            .workspace(workspace_id)
+            .details(serde_json::json!({"account_id": principal.account.account_id}));
+        if self
+            .store
+            .remove_member(workspace_id, &principal.account.account_id, audit)
+            .await?
+        {
+            Ok(())
+        } else {
+            // Removed by someone else since the memberships were read.
+            Err(ServiceError::NotFound("you are not a member".into()))
         }
-        Ok(())
+    }
+
+    /// A member of `ws` named by handle or account id; anyone else (an account that exists or
+    /// not) is the same NOT_FOUND.
+    async fn member_named(&self, ws: &Workspace, account: &str) -> ServiceResult<Member> {
+        self.store
+            .list_members(&ws.workspace_id)
+            .await?
+            .into_iter()
+            .find(|x| x.account_id == account || x.handle == account)
+            .ok_or_else(|| {
+                ServiceError::NotFound(format!(
+                    "`{account}` is not a member of `{}`; invite them with POST /workspaces/{}/invitations",
+                    ws.handle, ws.handle
+                ))
+            })
     }
 
     pub(crate) async fn find_account(
@@ -177,15 +210,27 @@ impl Service {
     }
 }
 
-fn ensure_another_owner(members: &[Member], leaving: &str) -> ServiceResult<()> {
-    if members
-        .iter()
-        .any(|x| x.role == Role::Owner && x.account_id != leaving)
-    {
-        Ok(())
-    } else {
-        Err(ServiceError::Conflict(
-            "a team keeps at least one owner".into(),
-        ))
+fn personal_has_no_members() -> ServiceError {
+    ServiceError::validation("personal workspaces have no other members", "workspace")
+}
+
+/// Owners and admins manage a team's members and invitations.
+pub(super) fn check_team_manager(kind: WorkspaceKind, role: Role) -> ServiceResult<()> {
+    if kind != WorkspaceKind::Team {
+        return Err(personal_has_no_members());
     }
+    if !role.is_manager() {
+        return Err(ServiceError::PermissionDenied(format!(
+            "your role `{role}` may not manage members"
+        )));
+    }
+    Ok(())
+}
+
+/// The one refusal of a team handle that is taken, whether or not the caller can see the
+/// team that has it.
+fn handle_unavailable(handle: &str) -> ServiceError {
+    ServiceError::Conflict(format!(
+        "the team handle `{handle}` is not available; choose another"
+    ))
 }

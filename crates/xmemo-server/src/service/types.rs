@@ -195,6 +195,34 @@ pub struct PutMemberRequest {
     pub role: xmemo_core::Role,
 }
 
+/// `POST /workspaces/{ws}/invitations`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InviteRequest {
+    /// An account handle or account id.
+    pub invitee: String,
+    pub role: xmemo_core::Role,
+}
+
+/// An invitation as both sides see it. It never shows which account, if any, the invitee
+/// named: an invitation to a handle with no account reads exactly like any other.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InvitationView {
+    pub invitation_id: String,
+    pub workspace_id: String,
+    /// The team's handle.
+    pub workspace: String,
+    pub workspace_name: String,
+    /// The handle or account id as the inviter wrote it.
+    pub invitee: String,
+    pub role: xmemo_core::Role,
+    pub status: xmemo_core::InvitationStatus,
+    /// The inviter's handle.
+    pub invited_by: String,
+    pub created_at: String,
+    pub responded_at: Option<String>,
+}
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CreateKeyRequest {

@@ -52,6 +52,14 @@ impl TestServer {
 
     /// Like [`TestServer::start`], with the service adjusted first (e.g. `with_sandbox`).
     pub async fn start_configured(configure: impl FnOnce(Service) -> Service) -> Self {
+        Self::start_with(configure, xmemo_server::mcp::McpConfig::default()).await
+    }
+
+    /// Like [`TestServer::start_configured`], with these MCP settings.
+    pub async fn start_with(
+        configure: impl FnOnce(Service) -> Service,
+        mcp: xmemo_server::mcp::McpConfig,
+    ) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let (store, pg) = fresh_store(dir.path()).await;
         let service = configure(Service::new(store.clone()));
@@ -73,7 +81,7 @@ impl TestServer {
             ServerInfo {
                 public_url: url.clone(),
                 version: "test",
-                ..Default::default()
+                mcp,
             },
         );
         tokio::spawn(serve(listener, app, std::future::pending()));
@@ -137,6 +145,41 @@ impl TestServer {
 
     pub async fn save(&self, key: &str, body: Value) -> Reply {
         self.post("/api/v1/skills", key, body).await
+    }
+
+    /// Brings an account into a team the only way there is: the `manager` key invites its
+    /// handle with `role`, the account's own `key` accepts.
+    pub async fn join(&self, team: &str, manager: &str, handle: &str, key: &str, role: &str) {
+        let invited = self
+            .post(
+                &format!("/api/v1/workspaces/{team}/invitations"),
+                manager,
+                json!({"invitee": handle, "role": role}),
+            )
+            .await;
+        assert_eq!(invited.status.as_u16(), 202, "invite: {}", invited.body);
+        let id = invited.body["invitation"]["invitation_id"]
+            .as_str()
+            .expect("invitation id")
+            .to_string();
+        self.post(&format!("/api/v1/invitations/{id}/accept"), key, json!({}))
+            .await
+            .expect_ok();
+    }
+
+    /// One stateless JSON-RPC request to `/mcp` (no session, no client library): the HTTP
+    /// status and the JSON body (a string when it is not JSON).
+    pub async fn mcp(&self, key: Option<&str>, method: &str, params: Value) -> Reply {
+        let mut req = self
+            .http
+            .post(format!("{}/mcp", self.url))
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-06-18")
+            .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}));
+        if let Some(k) = key {
+            req = req.bearer_auth(k);
+        }
+        Reply::from(req.send().await.expect("mcp request")).await
     }
 
     pub async fn counts(&self) -> std::collections::BTreeMap<String, u64> {

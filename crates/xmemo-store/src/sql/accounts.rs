@@ -1,14 +1,14 @@
 //! Accounts, workspaces, memberships and API keys.
 
 use super::rows::{self, ACCOUNT_SELECT, API_KEY_SELECT, MEMBER_SELECT, MEMBERSHIP_SELECT};
-use super::{Dialect, SqlStore, Stmt, audit};
+use super::{Dialect, Session, SqlStore, Stmt, audit};
 use crate::model::*;
 use crate::{Record, StoreError, StoreResult};
 use xmemo_core::{Role, WorkspaceKind, new_id};
 
 /// The audit draft the service passed, with an identifier the store allocated added to its
 /// details (the service cannot know it in advance); nothing the service wrote is replaced.
-fn noting(mut draft: AuditDraft, key: &str, value: &str) -> AuditDraft {
+pub(crate) fn noting(mut draft: AuditDraft, key: &str, value: &str) -> AuditDraft {
     if !draft.details.is_object() {
         draft.details = serde_json::Value::Object(Default::default());
     }
@@ -18,6 +18,8 @@ fn noting(mut draft: AuditDraft, key: &str, value: &str) -> AuditDraft {
     draft
 }
 
+pub(crate) const INSERT_MEMBER: &str =
+    "INSERT INTO memberships (workspace_id, account_id, role, added_at) VALUES ($1, $2, $3, $4)";
 const INSERT_OWNER: &str = "INSERT INTO memberships (workspace_id, account_id, role, added_at) VALUES ($1, $2, 'owner', $3)";
 
 pub async fn create_account<D: Dialect>(
@@ -213,7 +215,55 @@ pub async fn list_members<D: Dialect>(
     .collect()
 }
 
-pub async fn put_member<D: Dialect>(
+/// Serialises membership changes of one workspace (a row lock on it; SQLite's single writer
+/// already does) and refuses one that takes `owner` from `account_id` while no other owner
+/// remains. Returns the account's current role, `None` when it is not a member.
+async fn guard_owners<D: Dialect>(
+    s: &mut Session<D>,
+    workspace_id: &str,
+    account_id: &str,
+    new_role: Option<Role>,
+) -> StoreResult<Option<Role>> {
+    s.one(
+        Stmt::new(format!(
+            "SELECT workspace_id FROM workspaces WHERE workspace_id = $1{}",
+            D::LOCK_ROWS
+        ))
+        .bind(workspace_id),
+        "workspace",
+    )
+    .await?;
+    let current: Option<Role> = s
+        .optional(
+            Stmt::new("SELECT role FROM memberships WHERE workspace_id = $1 AND account_id = $2")
+                .bind(workspace_id)
+                .bind(account_id),
+        )
+        .await?
+        .map(|r| r.parsed("role"))
+        .transpose()?;
+    if current == Some(Role::Owner) && new_role != Some(Role::Owner) {
+        let owners = s
+            .one(
+                Stmt::new(
+                    "SELECT COUNT(*) AS n FROM memberships WHERE workspace_id = $1 AND role = 'owner'",
+                )
+                .bind(workspace_id),
+                "owner count",
+            )
+            .await?
+            .int("n")?;
+        if owners <= 1 {
+            return Err(StoreError::Conflict(LAST_OWNER.into()));
+        }
+    }
+    Ok(current)
+}
+
+/// The refusal both backends give for a change that would leave a team without an owner.
+pub const LAST_OWNER: &str = "a team keeps at least one owner: make another member owner first";
+
+pub async fn set_member_role<D: Dialect>(
     store: &SqlStore<D>,
     workspace_id: &str,
     account_id: &str,
@@ -221,15 +271,17 @@ pub async fn put_member<D: Dialect>(
     audit: AuditDraft,
 ) -> StoreResult<()> {
     let mut s = store.write().await?;
+    if guard_owners(&mut s, workspace_id, account_id, Some(role))
+        .await?
+        .is_none()
+    {
+        return Err(StoreError::NotFound("member".into()));
+    }
     s.execute(
-        Stmt::new(
-            "INSERT INTO memberships (workspace_id, account_id, role, added_at) VALUES ($1, $2, $3, $4)
-             ON CONFLICT (workspace_id, account_id) DO UPDATE SET role = excluded.role",
-        )
-        .bind(workspace_id)
-        .bind(account_id)
-        .bind(role.as_str())
-        .bind(now()),
+        Stmt::new("UPDATE memberships SET role = $1 WHERE workspace_id = $2 AND account_id = $3")
+            .bind(role.as_str())
+            .bind(workspace_id)
+            .bind(account_id),
     )
     .await?;
     audit::append(&mut s, &audit).await?;
@@ -243,19 +295,21 @@ pub async fn remove_member<D: Dialect>(
     audit: AuditDraft,
 ) -> StoreResult<bool> {
     let mut s = store.write().await?;
-    let removed = s
-        .execute(
-            Stmt::new("DELETE FROM memberships WHERE workspace_id = $1 AND account_id = $2")
-                .bind(workspace_id)
-                .bind(account_id),
-        )
+    if guard_owners(&mut s, workspace_id, account_id, None)
         .await?
-        > 0;
-    if removed {
-        audit::append(&mut s, &audit).await?;
-        s.commit().await?;
+        .is_none()
+    {
+        return Ok(false);
     }
-    Ok(removed)
+    s.execute(
+        Stmt::new("DELETE FROM memberships WHERE workspace_id = $1 AND account_id = $2")
+            .bind(workspace_id)
+            .bind(account_id),
+    )
+    .await?;
+    audit::append(&mut s, &audit).await?;
+    s.commit().await?;
+    Ok(true)
 }
 
 pub async fn create_api_key<D: Dialect>(

@@ -25,6 +25,15 @@ macro_rules! embed_migrations {
                 )),
             },
             $crate::migrate::Migration {
+                version: 3,
+                name: "invitations",
+                sql: include_str!(concat!(
+                    "../../migrations/",
+                    $dialect,
+                    "/0003_invitations.sql"
+                )),
+            },
+            $crate::migrate::Migration {
                 version: 4,
                 name: "memories",
                 sql: include_str!(concat!("../../migrations/", $dialect, "/0004_memories.sql")),

@@ -6,6 +6,7 @@
 mod accounts;
 mod audit;
 pub(crate) mod driver;
+mod invitations;
 mod memories;
 mod migrations;
 mod rows;

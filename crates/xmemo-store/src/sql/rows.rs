@@ -20,6 +20,7 @@ pub const TABLES: &[&str] = &[
     "memories",
     "memory_tags",
     "memory_versions",
+    "invitations",
 ];
 
 pub const ACCOUNT_SELECT: &str = "SELECT account_id, handle, display_name, is_admin, personal_workspace_id, created_at FROM accounts";
@@ -30,6 +31,9 @@ pub const MEMBERSHIP_SELECT: &str =
      FROM memberships m JOIN workspaces w ON w.workspace_id = m.workspace_id";
 pub const MEMBER_SELECT: &str = "SELECT a.account_id, a.handle, a.display_name, m.role, m.added_at
      FROM memberships m JOIN accounts a ON a.account_id = m.account_id";
+pub const INVITATION_SELECT: &str = "SELECT i.invitation_id, i.workspace_id, w.handle AS workspace_handle, w.name AS workspace_name, i.invitee, i.account_id, i.role, i.status, i.invited_by, COALESCE(a.handle, '') AS invited_by_handle, i.created_at, i.responded_at
+     FROM invitations i JOIN workspaces w ON w.workspace_id = i.workspace_id
+     LEFT JOIN accounts a ON a.account_id = i.invited_by";
 pub const API_KEY_SELECT: &str = "SELECT key_id, account_id, name, prefix, key_hash, scopes, profile, created_at, expires_at, revoked_at FROM api_keys";
 pub const SKILL_SELECT: &str = "SELECT s.skill_id, s.workspace_id, s.slug, s.name, s.description, s.asset_status, s.latest_revision_number, s.created_at, s.updated_at,
     (SELECT r.revision_id FROM revisions r WHERE r.skill_id = s.skill_id AND r.status = 'published') AS published_revision_id
@@ -74,6 +78,23 @@ pub fn member(r: &impl Record) -> StoreResult<Member> {
         display_name: r.text("display_name")?,
         role: r.parsed("role")?,
         added_at: r.text("added_at")?,
+    })
+}
+
+pub fn invitation(r: &impl Record) -> StoreResult<Invitation> {
+    Ok(Invitation {
+        invitation_id: r.text("invitation_id")?,
+        workspace_id: r.text("workspace_id")?,
+        workspace_handle: r.text("workspace_handle")?,
+        workspace_name: r.text("workspace_name")?,
+        invitee: r.text("invitee")?,
+        account_id: r.opt_text("account_id")?,
+        role: r.parsed("role")?,
+        status: r.parsed("status")?,
+        invited_by: r.text("invited_by")?,
+        invited_by_handle: r.text("invited_by_handle")?,
+        created_at: r.text("created_at")?,
+        responded_at: r.opt_text("responded_at")?,
     })
 }
 

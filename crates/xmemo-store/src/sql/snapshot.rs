@@ -1,6 +1,6 @@
 //! Inserting a whole installation verbatim (`xmemo admin copy`), in one transaction.
 
-use super::{Dialect, SqlStore, Stmt, accounts, audit, memories, skills};
+use super::{Dialect, SqlStore, Stmt, accounts, audit, invitations, memories, skills};
 use crate::model::AuditDraft;
 use crate::snapshot::Snapshot;
 use crate::{Record, StoreResult};
@@ -47,6 +47,9 @@ pub async fn import<D: Dialect>(store: &SqlStore<D>, snap: &Snapshot) -> StoreRe
     }
     for k in &snap.api_keys {
         accounts::insert_api_key(&mut s, k).await?;
+    }
+    for i in &snap.invitations {
+        invitations::insert(&mut s, i).await?;
     }
     for k in &snap.skills {
         s.execute(

@@ -1,11 +1,13 @@
 //! [`Store`] for every [`SqlStore`]: each method is one function of the core modules.
 
-use super::{Dialect, SqlStore, Stmt, accounts, audit, memories, rows, skills, snapshot};
+use super::{
+    Dialect, SqlStore, Stmt, accounts, audit, invitations, memories, rows, skills, snapshot,
+};
 use crate::model::*;
 use crate::{Record, Store, StoreResult};
 use async_trait::async_trait;
 use std::collections::BTreeMap;
-use xmemo_core::{AssetStatus, Role};
+use xmemo_core::{AssetStatus, InvitationStatus, Role};
 
 #[async_trait]
 impl<D: Dialect> Store for SqlStore<D> {
@@ -59,14 +61,14 @@ impl<D: Dialect> Store for SqlStore<D> {
     async fn list_members(&self, workspace_id: &str) -> StoreResult<Vec<Member>> {
         accounts::list_members(self, workspace_id).await
     }
-    async fn put_member(
+    async fn set_member_role(
         &self,
         workspace_id: &str,
         account_id: &str,
         role: Role,
         audit: AuditDraft,
     ) -> StoreResult<()> {
-        accounts::put_member(self, workspace_id, account_id, role, audit).await
+        accounts::set_member_role(self, workspace_id, account_id, role, audit).await
     }
     async fn remove_member(
         &self,
@@ -75,6 +77,44 @@ impl<D: Dialect> Store for SqlStore<D> {
         audit: AuditDraft,
     ) -> StoreResult<bool> {
         accounts::remove_member(self, workspace_id, account_id, audit).await
+    }
+
+    async fn create_invitation(
+        &self,
+        new: NewInvitation,
+        audit: AuditDraft,
+    ) -> StoreResult<Invitation> {
+        invitations::create(self, new, audit).await
+    }
+    async fn get_invitation(&self, invitation_id: &str) -> StoreResult<Option<Invitation>> {
+        invitations::get(self, invitation_id).await
+    }
+    async fn workspace_invitations(
+        &self,
+        workspace_id: &str,
+        status: Option<InvitationStatus>,
+    ) -> StoreResult<Vec<Invitation>> {
+        invitations::of_workspace(self, workspace_id, status).await
+    }
+    async fn account_invitations(&self, account_id: &str) -> StoreResult<Vec<Invitation>> {
+        invitations::of_account(self, account_id).await
+    }
+    async fn answer_invitation(
+        &self,
+        invitation_id: &str,
+        account_id: &str,
+        answer: InvitationAnswer,
+        audit: AuditDraft,
+    ) -> StoreResult<Invitation> {
+        invitations::answer(self, invitation_id, account_id, answer, audit).await
+    }
+    async fn revoke_invitation(
+        &self,
+        workspace_id: &str,
+        invitation_id: &str,
+        audit: AuditDraft,
+    ) -> StoreResult<Invitation> {
+        invitations::revoke(self, workspace_id, invitation_id, audit).await
     }
 
     async fn create_api_key(&self, new: NewApiKey, audit: AuditDraft) -> StoreResult<ApiKey> {
