@@ -7,12 +7,19 @@ use reqwest::{Client, Method, StatusCode};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use xmemo_server::Service;
-use xmemo_server::app::{build_app, serve};
+use xmemo_server::app::{HttpConfig, build_app, serve_with};
 use xmemo_server::rest::ServerInfo;
 use xmemo_server::service::types::{CreateAccountRequest, CreateKeyRequest};
 use xmemo_store::Store;
 use xmemo_store::postgres::{PgPoolSettings, PostgresStore};
 use xmemo_store::sqlite::SqliteStore;
+
+/// How the test server is served (defaults: the production ones, no trusted proxy).
+#[derive(Debug, Clone, Default)]
+pub struct ServeOptions {
+    pub http: HttpConfig,
+    pub trusted_proxies: Vec<std::net::IpAddr>,
+}
 
 pub struct TestServer {
     pub url: String,
@@ -52,6 +59,14 @@ impl TestServer {
 
     /// Like [`TestServer::start`], with the service adjusted first (e.g. `with_sandbox`).
     pub async fn start_configured(configure: impl FnOnce(Service) -> Service) -> Self {
+        Self::start_with(configure, ServeOptions::default()).await
+    }
+
+    /// Like [`TestServer::start_configured`], with these connection limits and proxies.
+    pub async fn start_with(
+        configure: impl FnOnce(Service) -> Service,
+        options: ServeOptions,
+    ) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let (store, pg) = fresh_store(dir.path()).await;
         let service = configure(Service::new(store.clone()));
@@ -73,10 +88,16 @@ impl TestServer {
             ServerInfo {
                 public_url: url.clone(),
                 version: "test",
+                trusted_proxies: options.trusted_proxies,
                 ..Default::default()
             },
         );
-        tokio::spawn(serve(listener, app, std::future::pending()));
+        tokio::spawn(serve_with(
+            listener,
+            app,
+            options.http,
+            std::future::pending(),
+        ));
         Self {
             url,
             service,
