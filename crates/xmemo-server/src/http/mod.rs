@@ -17,7 +17,10 @@
 //!   (they happen while no request of ours is in progress) and sends the SPEC error shape
 //!   instead ([`canned`]).
 //! - Oversized bodies are refused from their `Content-Length` before anything is read, so
-//!   `Expect: 100-continue` gets the 413 and never a `100 Continue` ([`body::refuse_declared_oversize`]).
+//!   `Expect: 100-continue` gets the 413 and never a `100 Continue`
+//!   ([`body::refuse_declared_oversize`]). A connection closed while its client may still be
+//!   sending lingers up to [`io::LINGER_MAX`], discarding what arrives, so that early answer
+//!   is not lost to a connection reset.
 
 pub mod accept;
 pub mod body;

@@ -119,7 +119,7 @@ impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for ApiPath
 }
 
 /// The authenticated caller. Keys come from `Authorization: Bearer` or `X-API-Key`; exactly
-/// one credential may be presented (see [`credential`]). Failed attempts are throttled per
+/// one credential may be presented (see `credential`). Failed attempts are throttled per
 /// client address ([`super::client_addr`]) by the service.
 pub struct Authed(pub Principal);
 
