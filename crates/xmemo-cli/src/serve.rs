@@ -3,7 +3,7 @@
 use crate::settings::{ServeArgs, resolve};
 use anyhow::Context;
 use xmemo_server::Service;
-use xmemo_server::app::{build_app, serve};
+use xmemo_server::app::{build_app, serve_with};
 use xmemo_server::bootstrap::{bootstrap_admin, open_store_with};
 use xmemo_server::rest::ServerInfo;
 use xmemo_server::sandbox::{Isolation, SandboxConfig, SandboxEngine};
@@ -32,9 +32,12 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             "XMEMO_SANDBOX_ALLOW_UNSAFE_LOCAL_FALLBACK=1: scripts run WITHOUT isolation; never use this for multi-tenant production"
         );
     }
+    let limits = &settings.limits;
     let service = Service::new(store)
         .with_sandbox(sandbox)
-        .with_fetch_config(settings.fetch.clone());
+        .with_fetch_config(settings.fetch.clone())
+        .with_execution_caps(limits.executions)
+        .with_auth_throttle(limits.auth_throttle);
     if let Some(path) = bootstrap_admin(&service, &settings.data_dir)
         .await
         .map_err(|e| anyhow::anyhow!("first-start bootstrap failed: {e}"))?
@@ -60,13 +63,21 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             public_url: public_url.clone(),
             version: env!("CARGO_PKG_VERSION"),
             mcp: settings.mcp.clone(),
+            trusted_proxies: limits.trusted_proxies.clone(),
         },
     );
-    tracing::info!(listen = %local, data_dir = %settings.data_dir.display(), "xmemo serving");
+    tracing::info!(
+        listen = %local,
+        data_dir = %settings.data_dir.display(),
+        max_connections = limits.http.max_connections,
+        max_executions = limits.executions.global,
+        max_executions_per_account = limits.executions.per_account,
+        "xmemo serving"
+    );
     eprintln!(
         "xmemo: listening on http://{local} (REST under {public_url}/api/v1, MCP at {public_url}/mcp)"
     );
-    serve(listener, app, shutdown_signal()).await?;
+    serve_with(listener, app, limits.http, shutdown_signal()).await?;
     Ok(())
 }
 

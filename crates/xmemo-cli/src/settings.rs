@@ -2,7 +2,12 @@
 
 use anyhow::Context;
 use serde::Deserialize;
+use std::net::IpAddr;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
+use xmemo_server::app::HttpConfig;
+use xmemo_server::service::exec_slots::ExecutionCaps;
+use xmemo_server::throttle::LimiterConfig;
 
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8420";
 pub const DEFAULT_DATA_DIR: &str = "./xmemo-data";
@@ -23,6 +28,44 @@ pub struct ServeArgs {
     pub no_migrate: bool,
     #[command(flatten)]
     pub mcp: McpArgs,
+    #[command(flatten)]
+    pub limits: LimitsArgs,
+}
+
+/// Connection timeouts and caps, execution caps, authentication throttling (README
+/// "Settings"; each also a key of `xmemo.toml`).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct LimitsArgs {
+    /// Seconds from a request's first byte to the end of its head [default: 10]
+    #[arg(long, env = "XMEMO_HEADER_TIMEOUT_SECS")]
+    pub header_timeout_secs: Option<u64>,
+    /// Seconds from a request's head to the end of its body [default: 60]
+    #[arg(long, env = "XMEMO_BODY_TIMEOUT_SECS")]
+    pub body_timeout_secs: Option<u64>,
+    /// Seconds a connection may wait for its next request (keep-alive) [default: 60]
+    #[arg(long, env = "XMEMO_IDLE_TIMEOUT_SECS")]
+    pub idle_timeout_secs: Option<u64>,
+    /// Connections served at once; at the cap the longest-idle one is closed for a new one
+    /// [default: half the open-files limit, at most 1024]
+    #[arg(long, env = "XMEMO_MAX_CONNECTIONS")]
+    pub max_connections: Option<usize>,
+    /// Script executions running at once on this node [default: twice the CPUs]
+    #[arg(long, env = "XMEMO_MAX_EXECUTIONS")]
+    pub max_executions: Option<usize>,
+    /// Script executions one account may run at once [default: 2]
+    #[arg(long, env = "XMEMO_MAX_EXECUTIONS_PER_ACCOUNT")]
+    pub max_executions_per_account: Option<usize>,
+    /// Failed authentications allowed per client address and window; 0 turns the limit off
+    /// [default: 20]
+    #[arg(long, env = "XMEMO_AUTH_FAILURE_LIMIT")]
+    pub auth_failure_limit: Option<u32>,
+    /// The window of --auth-failure-limit, in seconds [default: 60]
+    #[arg(long, env = "XMEMO_AUTH_FAILURE_WINDOW_SECS")]
+    pub auth_failure_window_secs: Option<u64>,
+    /// Reverse proxies (IP addresses, comma-separated) whose X-Forwarded-For names the
+    /// client; without them the TCP peer is the client [default: none]
+    #[arg(long, env = "XMEMO_TRUSTED_PROXIES", value_delimiter = ',')]
+    pub trusted_proxies: Vec<String>,
 }
 
 /// Settings of the MCP endpoint (`/mcp`).
@@ -72,6 +115,15 @@ struct FileSettings {
     mcp_contract: Option<PathBuf>,
     /// Outbound fetch rules for URL imports (`[fetch]` table; see docs/packages.md).
     fetch: Option<xmemo_server::fetch::FetchConfig>,
+    header_timeout_secs: Option<u64>,
+    body_timeout_secs: Option<u64>,
+    idle_timeout_secs: Option<u64>,
+    max_connections: Option<usize>,
+    max_executions: Option<usize>,
+    max_executions_per_account: Option<usize>,
+    auth_failure_limit: Option<u32>,
+    auth_failure_window_secs: Option<u64>,
+    trusted_proxies: Option<Vec<String>>,
 }
 
 /// Settings after every source is applied.
@@ -83,6 +135,16 @@ pub struct Settings {
     pub public_url: Option<String>,
     pub mcp: xmemo_server::mcp::McpConfig,
     pub fetch: xmemo_server::fetch::FetchConfig,
+    pub limits: Limits,
+}
+
+/// The resolved [`LimitsArgs`].
+#[derive(Debug, Clone)]
+pub struct Limits {
+    pub http: HttpConfig,
+    pub executions: ExecutionCaps,
+    pub auth_throttle: LimiterConfig,
+    pub trusted_proxies: Vec<IpAddr>,
 }
 
 fn env(name: &str) -> Option<String> {
@@ -116,6 +178,7 @@ pub fn resolve(args: &ServeArgs) -> anyhow::Result<Settings> {
     fetch
         .validate()
         .map_err(|e| anyhow::anyhow!("invalid [fetch] settings: {e}"))?;
+    let limits = resolve_limits(&args.limits, &file)?;
     Ok(Settings {
         listen: args
             .listen
@@ -128,6 +191,87 @@ pub fn resolve(args: &ServeArgs) -> anyhow::Result<Settings> {
         public_url: args.public_url.clone().or(file.public_url),
         mcp,
         fetch,
+        limits,
+    })
+}
+
+/// Flag / environment (clap) > file > default, per value.
+fn resolve_limits(args: &LimitsArgs, file: &FileSettings) -> anyhow::Result<Limits> {
+    let defaults = HttpConfig::default();
+    let secs = |given: Option<u64>, from_file: Option<u64>, default: Duration| {
+        given.or(from_file).map_or(default, Duration::from_secs)
+    };
+    let http = HttpConfig {
+        header_timeout: secs(
+            args.header_timeout_secs,
+            file.header_timeout_secs,
+            defaults.header_timeout,
+        ),
+        body_timeout: secs(
+            args.body_timeout_secs,
+            file.body_timeout_secs,
+            defaults.body_timeout,
+        ),
+        idle_timeout: secs(
+            args.idle_timeout_secs,
+            file.idle_timeout_secs,
+            defaults.idle_timeout,
+        ),
+        max_connections: args
+            .max_connections
+            .or(file.max_connections)
+            .unwrap_or(defaults.max_connections),
+    };
+    http.validate().map_err(|e| anyhow::anyhow!("{e}"))?;
+    let default_caps = ExecutionCaps::default();
+    let executions = ExecutionCaps {
+        global: args
+            .max_executions
+            .or(file.max_executions)
+            .unwrap_or(default_caps.global),
+        per_account: args
+            .max_executions_per_account
+            .or(file.max_executions_per_account)
+            .unwrap_or(default_caps.per_account),
+    };
+    if executions.global == 0 || executions.per_account == 0 {
+        anyhow::bail!("max executions (in all and per account) must be at least 1");
+    }
+    let default_throttle = xmemo_server::service::DEFAULT_AUTH_THROTTLE;
+    let auth_throttle = LimiterConfig {
+        max_failures: args
+            .auth_failure_limit
+            .or(file.auth_failure_limit)
+            .unwrap_or(default_throttle.max_failures),
+        window: secs(
+            args.auth_failure_window_secs,
+            file.auth_failure_window_secs,
+            default_throttle.window,
+        ),
+        ..default_throttle
+    };
+    if auth_throttle.max_failures > 0 && auth_throttle.window.is_zero() {
+        anyhow::bail!("the auth failure window must be at least 1 second");
+    }
+    let proxies: Vec<String> = if args.trusted_proxies.iter().any(|p| !p.trim().is_empty()) {
+        args.trusted_proxies.clone()
+    } else {
+        file.trusted_proxies.clone().unwrap_or_default()
+    };
+    let trusted_proxies = proxies
+        .iter()
+        .map(|p| p.trim())
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            p.parse::<IpAddr>()
+                .map_err(|_| anyhow::anyhow!("trusted proxy `{p}` is not an IP address"))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    Ok(Limits {
+        http,
+        executions,
+        auth_throttle,
+        trusted_proxies,
     })
 }
 
@@ -175,4 +319,61 @@ fn resolve_db(args: &DbArgs, file: &FileSettings) -> (PathBuf, Option<String>) {
 pub fn resolve_db_only(args: &DbArgs) -> anyhow::Result<(PathBuf, Option<String>)> {
     let file = load_file(args.config.as_deref())?;
     Ok(resolve_db(args, &file))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(toml_text: &str) -> FileSettings {
+        toml::from_str(toml_text).expect("settings file")
+    }
+
+    #[test]
+    fn limits_come_from_flags_then_the_file_then_defaults() {
+        let from_file = file(
+            "header_timeout_secs = 5\nmax_connections = 32\nmax_executions_per_account = 1\n\
+             auth_failure_limit = 0\ntrusted_proxies = [\"10.0.0.2\"]\n",
+        );
+        let flags = LimitsArgs {
+            max_connections: Some(64),
+            ..LimitsArgs::default()
+        };
+        let limits = resolve_limits(&flags, &from_file).expect("limits");
+        assert_eq!(limits.http.max_connections, 64, "a flag beats the file");
+        assert_eq!(limits.http.header_timeout, Duration::from_secs(5));
+        assert_eq!(limits.http.body_timeout, HttpConfig::DEFAULT_BODY_TIMEOUT);
+        assert_eq!(limits.executions.per_account, 1);
+        assert_eq!(
+            limits.auth_throttle.max_failures, 0,
+            "0 turns the limit off"
+        );
+        assert_eq!(
+            limits.trusted_proxies,
+            vec!["10.0.0.2".parse::<IpAddr>().unwrap()]
+        );
+
+        let defaults =
+            resolve_limits(&LimitsArgs::default(), &FileSettings::default()).expect("defaults");
+        assert_eq!(defaults.auth_throttle.max_failures, 20);
+        assert_eq!(defaults.executions.per_account, 2);
+        assert!(defaults.trusted_proxies.is_empty());
+    }
+
+    #[test]
+    fn unusable_limits_are_refused() {
+        for bad in [
+            "max_connections = 0",
+            "idle_timeout_secs = 0",
+            "max_executions = 0",
+            "auth_failure_window_secs = 0",
+            "trusted_proxies = [\"proxy.internal\"]",
+        ] {
+            assert!(
+                resolve_limits(&LimitsArgs::default(), &file(bad)).is_err(),
+                "{bad}"
+            );
+        }
+        assert!(toml::from_str::<FileSettings>("max_conections = 3").is_err());
+    }
 }

@@ -1,6 +1,7 @@
 //! Assembles the HTTP application and runs it on a given listener (so tests bind port 0).
 
 use crate::error::ServiceError;
+pub use crate::http::HttpConfig;
 use crate::rest::{self, ApiError, AppState, ServerInfo};
 use crate::service::Service;
 use axum::Router;
@@ -25,7 +26,11 @@ pub fn build_app(service: Service, info: ServerInfo) -> Router {
     let api = rest::api_routes()
         .route("/openapi.json", get(openapi))
         .fallback(rest::not_found)
-        .method_not_allowed_fallback(rest::method_not_allowed);
+        .method_not_allowed_fallback(rest::method_not_allowed)
+        // /mcp checks the same limit itself, to answer in JSON-RPC.
+        .layer(axum::middleware::from_fn(|request, next| {
+            crate::http::body::refuse_declared_oversize(rest::BODY_LIMIT_BYTES, request, next)
+        }));
     let mcp = crate::mcp::routes(&state);
     Router::new()
         .nest("/api/v1", api.clone())
@@ -112,13 +117,21 @@ async fn openapi() -> Response {
     ([(header::CONTENT_TYPE, "application/json")], OPENAPI_JSON).into_response()
 }
 
-/// Serves until `shutdown` resolves.
+/// Serves until `shutdown` resolves, with the default connection limits.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     app: Router,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await
+    serve_with(listener, app, HttpConfig::default(), shutdown).await
+}
+
+/// Serves until `shutdown` resolves, under these timeouts and connection cap.
+pub async fn serve_with(
+    listener: tokio::net::TcpListener,
+    app: Router,
+    config: HttpConfig,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    crate::http::serve(listener, app, config, shutdown).await
 }

@@ -35,6 +35,21 @@ pub enum ServiceError {
     SandboxUnavailable(String),
     #[error("{0}")]
     Unavailable(String),
+    /// Too many attempts from this client (or account): RATE_LIMITED, retryable after
+    /// `retry_after_secs` (sent as `Retry-After` and in `details`).
+    #[error("{message}")]
+    RateLimited {
+        message: String,
+        retry_after_secs: u64,
+    },
+    /// A capacity limit of this server is reached (e.g. concurrent executions): retryable
+    /// SERVICE_UNAVAILABLE whose message is shown, since it describes no fault, with
+    /// `retry_after_secs` as for [`ServiceError::RateLimited`].
+    #[error("{message}")]
+    AtCapacity {
+        message: String,
+        retry_after_secs: u64,
+    },
     /// A remote host (repository import) failed, timed out or throttled: retryable, and
     /// unlike [`ServiceError::Unavailable`] its message is shown, since it is about the
     /// remote host, not this server.
@@ -60,9 +75,11 @@ impl ServiceError {
             Self::AmbiguousSlug { .. } => ErrorCode::AmbiguousSlug,
             Self::RevisionPinRequired(_) => ErrorCode::RevisionPinRequired,
             Self::SandboxUnavailable(_) => ErrorCode::SandboxUnavailable,
-            Self::Unavailable(_) | Self::Upstream(_) | Self::Internal(_) => {
-                ErrorCode::ServiceUnavailable
-            }
+            Self::RateLimited { .. } => ErrorCode::RateLimited,
+            Self::Unavailable(_)
+            | Self::AtCapacity { .. }
+            | Self::Upstream(_)
+            | Self::Internal(_) => ErrorCode::ServiceUnavailable,
         }
     }
 
@@ -74,7 +91,22 @@ impl ServiceError {
                 | Self::Upstream(_)
                 | Self::Internal(_)
                 | Self::SandboxUnavailable(_)
+                | Self::RateLimited { .. }
+                | Self::AtCapacity { .. }
         )
+    }
+
+    /// Seconds after which the same request may succeed, when the error knows.
+    pub fn retry_after_secs(&self) -> Option<u64> {
+        match self {
+            Self::RateLimited {
+                retry_after_secs, ..
+            }
+            | Self::AtCapacity {
+                retry_after_secs, ..
+            } => Some(*retry_after_secs),
+            _ => None,
+        }
     }
 
     /// The message a client sees (never internal detail).
@@ -94,6 +126,12 @@ impl ServiceError {
                 "slug": slug,
                 "candidates": candidates,
             })),
+            Self::RateLimited {
+                retry_after_secs, ..
+            }
+            | Self::AtCapacity {
+                retry_after_secs, ..
+            } => Some(serde_json::json!({ "retry_after_seconds": retry_after_secs })),
             _ => None,
         }
     }

@@ -7,10 +7,12 @@ pub mod auth;
 pub mod bootstrap;
 pub mod error;
 pub mod fetch;
+pub mod http;
 pub mod mcp;
 pub mod metrics;
 pub mod rest;
 pub mod service;
+pub mod throttle;
 
 pub use error::{ServiceError, ServiceResult};
 pub use service::Service;

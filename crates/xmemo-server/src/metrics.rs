@@ -21,14 +21,20 @@ pub enum Refusal {
     InvalidRequest,
     /// Preparing the run failed on the host.
     HostError,
+    /// The account already ran as many executions as it may at once (RATE_LIMITED).
+    AccountLimit,
+    /// The server already ran as many executions as it allows at once.
+    ServerLimit,
 }
 
 impl Refusal {
-    pub const ALL: [Refusal; 4] = [
+    pub const ALL: [Refusal; 6] = [
         Refusal::SandboxUnavailable,
         Refusal::Busy,
         Refusal::InvalidRequest,
         Refusal::HostError,
+        Refusal::AccountLimit,
+        Refusal::ServerLimit,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -37,6 +43,8 @@ impl Refusal {
             Refusal::Busy => "busy",
             Refusal::InvalidRequest => "invalid_request",
             Refusal::HostError => "host_error",
+            Refusal::AccountLimit => "account_limit",
+            Refusal::ServerLimit => "server_limit",
         }
     }
 }
@@ -47,7 +55,7 @@ pub struct Metrics {
     executions_by_status: [AtomicU64; 5],
     executions_unsafe_local: AtomicU64,
     executions_unavailable: AtomicU64,
-    refusals: [AtomicU64; 4],
+    refusals: [AtomicU64; Refusal::ALL.len()],
     execution_duration_ms_sum: AtomicU64,
     stdout_truncated: AtomicU64,
     stderr_truncated: AtomicU64,

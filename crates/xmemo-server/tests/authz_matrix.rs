@@ -1141,7 +1141,16 @@ async fn every_route_and_method_answers_each_caller_as_the_matrix_says() {
         execute_profiles: vec!["ordinary-full".into()],
         ..Default::default()
     };
-    let s = TestServer::start_with(|service| service, execute_everywhere).await;
+    // Hundreds of refused credentials come from one address here: the throttle of failed
+    // authentication (tested on its own in http_hardening.rs) stays out of the way.
+    let s = TestServer::start_with(
+        |service| service.with_auth_throttle(xmemo_server::throttle::LimiterConfig::disabled()),
+        common::ServeOptions {
+            mcp: execute_everywhere,
+            ..Default::default()
+        },
+    )
+    .await;
 
     // Completeness first: a route, tool or capability without a row fails before anything
     // is seeded.

@@ -624,3 +624,151 @@ async fn unsafe_local_fallback_runs_and_says_so() {
             .contains("xmemo_sandbox_unsafe_local 1")
     );
 }
+
+/// Waits (bounded) until `n` executions hold a slot.
+async fn wait_running(s: &TestServer, n: usize) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while s.service.running_executions() < n {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{n} executions never started (running: {})",
+            s.service.running_executions()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+/// The `Retry-After` header, checked against `details.retry_after_seconds`.
+fn retry_after(reply: &common::Reply) -> u64 {
+    let header: u64 = reply
+        .headers
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok())
+        .expect("Retry-After header");
+    assert!(header >= 1);
+    assert_eq!(
+        reply.body["error"]["details"]["retry_after_seconds"], header,
+        "{}",
+        reply.body
+    );
+    header
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_executions_are_capped_per_account_and_per_server() {
+    let Some(engine) = real_engine("concurrent_executions_are_capped").await else {
+        return;
+    };
+    let caps = xmemo_server::service::exec_slots::ExecutionCaps {
+        global: 2,
+        per_account: 1,
+    };
+    let s = TestServer::start_configured(|service| {
+        service.with_sandbox(engine).with_execution_caps(caps)
+    })
+    .await;
+    let scopes = ["memory:read", "memory:write"];
+    let (alice, bob, carol) = (
+        s.account("alice", &scopes).await,
+        s.account("bob", &scopes).await,
+        s.account("carol", &scopes).await,
+    );
+    let napper = || {
+        let mut body = skill("napper", "Naps, or not.");
+        body["components"] = json!([
+            {"logical_path": "nap.sh", "type": "script", "content": "sleep 5\necho '{\"slept\": true}'\n"},
+            {"logical_path": "quick.sh", "type": "script", "content": "echo '{\"quick\": true}'\n"},
+        ]);
+        body
+    };
+    let rev_a = save_rev(&s, &alice, napper()).await;
+    let rev_b = save_rev(&s, &bob, napper()).await;
+    let rev_c = save_rev(&s, &carol, napper()).await;
+    let run = |key: &str, rev: &str, script: &str| {
+        let request = s
+            .http
+            .post(format!("{}{}", s.url, exec_path("napper")))
+            .bearer_auth(key)
+            .json(&json!({"revision_id": rev, "script_path": script, "timeout_seconds": 30}));
+        async move { common::Reply::from(request.send().await.expect("request")).await }
+    };
+
+    // Alice's one run holds her only slot; a second one of hers is refused at once.
+    let a1 = tokio::spawn(run(&alice, &rev_a, "nap.sh"));
+    wait_running(&s, 1).await;
+    let a2 = run(&alice, &rev_a, "quick.sh").await;
+    let err = a2.expect_error(429, "RATE_LIMITED");
+    assert_eq!(err["retryable"], true);
+    assert!(retry_after(&a2) <= 5);
+
+    // Bob takes the server's last slot; his own cap still answers first for him...
+    let b1 = tokio::spawn(run(&bob, &rev_b, "nap.sh"));
+    wait_running(&s, 2).await;
+    run(&bob, &rev_b, "quick.sh")
+        .await
+        .expect_error(429, "RATE_LIMITED");
+    // ...and Carol, under her own cap, finds the server full.
+    let c1 = run(&carol, &rev_c, "quick.sh").await;
+    let err = c1.expect_error(503, "SERVICE_UNAVAILABLE");
+    assert_eq!(err["retryable"], true);
+    assert!(
+        err["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("2 executions")),
+        "{err}"
+    );
+    retry_after(&c1);
+
+    // The runs that got a slot finish normally and give their slots back.
+    for task in [a1, b1] {
+        let reply = task.await.expect("task");
+        assert_eq!(
+            reply.expect_ok()["data"]["status"],
+            "success",
+            "{}",
+            reply.body
+        );
+    }
+    assert_eq!(s.service.running_executions(), 0);
+    let quick = run(&carol, &rev_c, "quick.sh").await;
+    assert_eq!(quick.expect_ok()["data"]["output_data"]["quick"], true);
+
+    // Nothing ran for the refused requests: three executions, three refusals naming the cap.
+    let all = audit(&s).await;
+    assert_eq!(entries(&all, "skill.execute").len(), 3);
+    let refused = entries(&all, "skill.execute_refused");
+    let reasons: Vec<(&str, &str)> = refused
+        .iter()
+        .map(|e| {
+            (
+                e.details["refusal"].as_str().unwrap_or_default(),
+                e.details["error_code"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        reasons,
+        [
+            ("account_limit", "RATE_LIMITED"),
+            ("account_limit", "RATE_LIMITED"),
+            ("server_limit", "SERVICE_UNAVAILABLE"),
+        ]
+    );
+    assert!(
+        refused
+            .iter()
+            .all(|e| e.details.get("execution_id").is_none())
+    );
+    verify_audit_chain(&all).expect("audit chain intact");
+    let metrics = s.service.render_metrics();
+    assert!(
+        metrics.contains("xmemo_executions_refused_total{reason=\"account_limit\"} 2"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("xmemo_executions_refused_total{reason=\"server_limit\"} 1"),
+        "{metrics}"
+    );
+    assert!(metrics.contains("xmemo_executions_running 0"), "{metrics}");
+}

@@ -5,7 +5,7 @@
 
 mod mcp_harness;
 
-use mcp_harness::{McpServer, call, code, ok, skill};
+use mcp_harness::{McpServer, call, code, err, ok, skill};
 use serde_json::json;
 use xmemo_server::mcp::McpConfig;
 use xmemo_server::sandbox::{SandboxConfig, SandboxEngine};
@@ -92,4 +92,65 @@ async fn scripts_run_over_mcp_in_the_sandbox() {
     let runs = audit.iter().filter(|e| e.action == "skill.execute").count();
     assert_eq!(runs, 2, "one audit entry per execution");
     assert!(xmemo_store::verify_audit_chain(&audit).is_ok());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn executions_over_the_account_cap_are_tool_errors_with_a_retry_hint() {
+    let engine = SandboxEngine::new(SandboxConfig::default()).await;
+    let state = engine.state();
+    if !state.available {
+        xmemo_testkit::dependency_missing("the bubblewrap sandbox", &state.reason);
+        return;
+    }
+    let mcp = McpConfig {
+        execute_profiles: vec!["ordinary-full".into()],
+        ..McpConfig::default()
+    };
+    let caps = xmemo_server::service::exec_slots::ExecutionCaps {
+        global: 4,
+        per_account: 1,
+    };
+    let s = McpServer::start_configured(mcp, |svc| {
+        svc.with_sandbox(engine).with_execution_caps(caps)
+    })
+    .await;
+    let first = s.client("/mcp", &s.admin_key).await;
+    let second = s.client("/mcp", &s.admin_key).await;
+    let mut tool = skill("napper", "Naps.");
+    tool["components"] = json!([
+        {"logical_path": "nap.sh", "type": "script", "content": "sleep 5\necho '{}'\n"}
+    ]);
+    let saved = ok(&call(&first, "save_cloud_skill", tool).await.expect("save"));
+    let rev = saved["data"]["revision_id"]
+        .as_str()
+        .expect("rev")
+        .to_string();
+    let args = json!({"slug": "napper", "revision_id": rev, "script_path": "nap.sh", "timeout_seconds": 30});
+
+    let running = {
+        let args = args.clone();
+        tokio::spawn(async move { call(&first, "execute_cloud_skill", args).await })
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while s.service.running_executions() < 1 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the first run never started"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let refused = call(&second, "execute_cloud_skill", args)
+        .await
+        .expect("call");
+    let error = err(&refused);
+    assert_eq!(error["error"]["code"], "RATE_LIMITED", "{error}");
+    assert_eq!(error["error"]["retryable"], true);
+    assert!(
+        error["error"]["details"]["retry_after_seconds"]
+            .as_u64()
+            .is_some_and(|s| s >= 1),
+        "{error}"
+    );
+    let done = running.await.expect("task").expect("call");
+    assert_eq!(ok(&done)["data"]["status"], "success");
 }

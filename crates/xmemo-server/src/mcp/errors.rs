@@ -28,6 +28,8 @@ pub fn protocol_error(e: ServiceError) -> ErrorData {
         | ServiceError::Contention(_)
         | ServiceError::SandboxUnavailable(_)
         | ServiceError::Unavailable(_)
+        | ServiceError::RateLimited { .. }
+        | ServiceError::AtCapacity { .. }
         | ServiceError::Upstream(_)
         | ServiceError::Internal(_) => ErrorData::internal_error(e.public_message(), data),
     }

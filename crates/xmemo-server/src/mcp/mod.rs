@@ -362,9 +362,19 @@ impl McpRuntime {
         principal.client_profile = Some(profile.name.clone());
         parts.extensions.insert(Caller { principal, profile });
         let body = if parts.method == Method::POST {
-            let bytes = match axum::body::to_bytes(body, rest::BODY_LIMIT_BYTES).await {
+            // Refused from Content-Length before reading, so no `100 Continue` is sent.
+            let announced_too_large = crate::http::body::declared_length(&parts.headers)
+                .is_some_and(|n| n > rest::BODY_LIMIT_BYTES as u64);
+            let read = if announced_too_large {
+                Err(())
+            } else {
+                axum::body::to_bytes(body, rest::BODY_LIMIT_BYTES)
+                    .await
+                    .map_err(drop)
+            };
+            let bytes = match read {
                 Ok(b) => b,
-                Err(_) => {
+                Err(()) => {
                     let err = ServiceError::TooLarge(
                         format!("request body exceeds {} bytes", rest::BODY_LIMIT_BYTES),
                         None,

@@ -3,7 +3,7 @@
 use crate::auth::Principal;
 use crate::error::ServiceError;
 use crate::rest::{ApiError, AppState};
-use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
+use axum::extract::rejection::{BytesRejection, JsonRejection, PathRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
@@ -44,17 +44,22 @@ fn json_rejection(r: JsonRejection) -> ServiceError {
             "send the body as `Content-Type: application/json`".into(),
             None,
         ),
-        JsonRejection::BytesRejection(e) => {
-            if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
-                ServiceError::TooLarge("request body exceeds the size limit".into(), None)
-            } else {
-                ServiceError::Validation(
-                    format!("could not read the body: {}", e.body_text()),
-                    None,
-                )
-            }
-        }
+        JsonRejection::BytesRejection(e) => body_rejection(&e),
         other => ServiceError::Validation(other.body_text(), None),
+    }
+}
+
+/// A body that could not be read: over the limit → PAYLOAD_TOO_LARGE; not complete within
+/// the body timeout → VALIDATION_ERROR (`details.reason: body_timeout`); else
+/// VALIDATION_ERROR.
+pub fn body_rejection(e: &BytesRejection) -> ServiceError {
+    if let Some(timeout) = crate::http::body::timeout_error(e) {
+        return timeout;
+    }
+    if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+        ServiceError::TooLarge("request body exceeds the size limit".into(), None)
+    } else {
+        ServiceError::Validation(format!("could not read the body: {}", e.body_text()), None)
     }
 }
 
@@ -68,16 +73,7 @@ impl<T: DeserializeOwned + Default, S: Send + Sync> FromRequest<S> for OptionalJ
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
         let body = axum::body::Bytes::from_request(req, state)
             .await
-            .map_err(|e| {
-                if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
-                    ServiceError::TooLarge("request body exceeds the size limit".into(), None)
-                } else {
-                    ServiceError::Validation(
-                        format!("could not read the body: {}", e.body_text()),
-                        None,
-                    )
-                }
-            })?;
+            .map_err(|e| body_rejection(&e))?;
         if body.iter().all(u8::is_ascii_whitespace) {
             return Ok(OptionalJson(T::default()));
         }
@@ -122,7 +118,9 @@ impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for ApiPath
     }
 }
 
-/// The authenticated caller. Keys come from `Authorization: Bearer` or `X-API-Key`.
+/// The authenticated caller. Keys come from `Authorization: Bearer` or `X-API-Key`; exactly
+/// one credential may be presented (see `credential`). Failed attempts are throttled per
+/// client address ([`super::client_addr`]) by the service.
 pub struct Authed(pub Principal);
 
 impl FromRequestParts<AppState> for Authed {
@@ -132,38 +130,56 @@ impl FromRequestParts<AppState> for Authed {
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
-        let secret = credential(parts).ok_or_else(|| {
+        let secret = credential(parts)?.ok_or_else(|| {
             ApiError::from(ServiceError::AuthRequired(
                 "send an API key as `Authorization: Bearer <key>` or `X-API-Key: <key>`".into(),
             ))
         })?;
         let agent_id = attribution_header(parts, AGENT_ID_HEADER)?;
         let instance = attribution_header(parts, AGENT_INSTANCE_HEADER)?;
+        let client = super::client_addr::client_addr(parts, &state.info.trusted_proxies);
         let principal = state
             .service
-            .authenticate(&secret, agent_id, instance)
+            .authenticate(&secret, client, agent_id, instance)
             .await?;
         Ok(Authed(principal))
     }
 }
 
-/// The key from `Authorization: Bearer …`, else from `X-API-Key` (an `Authorization` header
-/// of another scheme, e.g. from a proxy, does not hide a valid `X-API-Key`).
-fn credential(parts: &Parts) -> Option<String> {
-    let bearer = parts
+/// The key from `Authorization: Bearer …` or from `X-API-Key`. An `Authorization` header of
+/// another scheme (e.g. a proxy's) does not hide an `X-API-Key`. Presenting more than one
+/// credential — two `Authorization` or two `X-API-Key` headers, or a Bearer token and an
+/// `X-API-Key` — is refused (AUTH_REQUIRED) rather than resolved by a precedence the client
+/// may not expect: which one would be checked, and against which account, is ambiguous.
+fn credential(parts: &Parts) -> Result<Option<String>, ServiceError> {
+    let ambiguous = |what: &str| {
+        ServiceError::AuthRequired(format!(
+            "ambiguous credentials ({what}): send exactly one API key, as `Authorization: Bearer <key>` or as `X-API-Key: <key>`"
+        ))
+    };
+    let mut authorization = parts
         .headers
-        .get(axum::http::header::AUTHORIZATION)
+        .get_all(axum::http::header::AUTHORIZATION)
+        .iter();
+    let mut api_keys = parts.headers.get_all("x-api-key").iter();
+    let (first_auth, first_key) = (authorization.next(), api_keys.next());
+    if authorization.next().is_some() {
+        return Err(ambiguous("several Authorization headers"));
+    }
+    if api_keys.next().is_some() {
+        return Err(ambiguous("several X-API-Key headers"));
+    }
+    let bearer = first_auth
         .and_then(|v| v.to_str().ok())
         .and_then(|text| text.trim().split_once(' '))
         .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
         .map(|(_, token)| token.trim().to_string());
-    bearer.or_else(|| {
-        parts
-            .headers
-            .get("x-api-key")
-            .and_then(|v| v.to_str().ok())
-            .map(|v| v.trim().to_string())
-    })
+    // An undecodable X-API-Key is still a credential presented (and an invalid one).
+    let api_key = first_key.map(|v| v.to_str().map(str::trim).unwrap_or("").to_string());
+    match (bearer, api_key) {
+        (Some(_), Some(_)) => Err(ambiguous("both a Bearer token and an X-API-Key")),
+        (bearer, api_key) => Ok(bearer.or(api_key)),
+    }
 }
 
 fn attribution_header(parts: &Parts, name: &str) -> Result<Option<String>, ApiError> {

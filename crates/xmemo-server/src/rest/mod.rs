@@ -3,6 +3,7 @@
 
 mod account_data;
 mod accounts;
+pub mod client_addr;
 mod execute;
 pub mod extract;
 mod memories;
@@ -34,6 +35,8 @@ pub struct ServerInfo {
     pub version: &'static str,
     /// MCP endpoint settings (client-profile contract, allowed hosts/origins, execute profiles).
     pub mcp: crate::mcp::McpConfig,
+    /// Peers whose `X-Forwarded-For` names the client (reverse proxies); empty: none.
+    pub trusted_proxies: Vec<std::net::IpAddr>,
 }
 
 /// A service error rendered as `{"error": {...}}` with the SPEC's HTTP status.
@@ -51,6 +54,11 @@ impl IntoResponse for ApiError {
         let status = StatusCode::from_u16(self.0.code().http_status())
             .unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
         let mut response = (status, axum::Json(self.0.to_body())).into_response();
+        if let Some(secs) = self.0.retry_after_secs() {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
         if status == StatusCode::UNAUTHORIZED {
             response.headers_mut().insert(
                 header::WWW_AUTHENTICATE,

@@ -160,7 +160,9 @@ async fn import_upload(
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult<Response> {
     let body = body.map_err(|e| {
-        if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        if let Some(timeout) = crate::http::body::timeout_error(&e) {
+            timeout
+        } else if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
             ServiceError::TooLarge(
                 format!("the package exceeds the request size limit of {BODY_LIMIT_BYTES} bytes"),
                 Some(json!({ "field": "body", "limit": BODY_LIMIT_BYTES })),

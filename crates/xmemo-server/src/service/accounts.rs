@@ -4,16 +4,76 @@ use super::Service;
 use super::types::*;
 use crate::auth::{Principal, generate_key, hash_key, parse_scopes};
 use crate::error::{ServiceError, ServiceResult};
+use crate::throttle::{LimiterConfig, retry_after_secs};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::time::Duration;
 use xmemo_core::Scope;
 use xmemo_store::{Account, ApiKey, Attribution, AuditDraft, NewAccount, NewApiKey};
 
 /// The client profile a key connects as unless told otherwise.
 pub const DEFAULT_PROFILE: &str = "ordinary-full";
 
+/// Failed authentications allowed per client address: 20 a minute.
+pub const DEFAULT_AUTH_THROTTLE: LimiterConfig = LimiterConfig {
+    max_failures: 20,
+    window: Duration::from_secs(60),
+    max_keys: LimiterConfig::DEFAULT_MAX_KEYS,
+};
+
+/// The key failures are counted under: the address, with IPv6 clients grouped by their /64
+/// (one host usually holds a whole /64) and IPv4-mapped IPv6 read as IPv4.
+pub fn throttle_key(client: IpAddr) -> IpAddr {
+    match client {
+        IpAddr::V4(_) => client,
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => {
+                let s = v6.segments();
+                IpAddr::V6(Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
+            }
+        },
+    }
+}
+
 impl Service {
-    /// Resolves an API key secret to a principal. Every failure reads the same, so a caller
-    /// learns nothing about which keys exist.
+    /// Resolves an API key secret presented from `client` (the caller's address; `None` when
+    /// unknown, counted as one shared address) to a principal. Every failure reads the same,
+    /// so a caller learns nothing about which keys exist. An address that has used up its
+    /// failed attempts is refused with RATE_LIMITED before any key is looked up, whatever it
+    /// presents; successes spend nothing.
     pub async fn authenticate(
+        &self,
+        secret: &str,
+        client: Option<IpAddr>,
+        agent_id: Option<String>,
+        agent_instance_id: Option<String>,
+    ) -> ServiceResult<Principal> {
+        let client = throttle_key(client.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED)));
+        if let Err(wait) = self.auth_failures.check(&client) {
+            let secs = retry_after_secs(wait);
+            return Err(ServiceError::RateLimited {
+                message: format!(
+                    "too many failed authentications from this address; retry in {secs} s"
+                ),
+                retry_after_secs: secs,
+            });
+        }
+        let result = self.resolve_key(secret, agent_id, agent_instance_id).await;
+        if matches!(result, Err(ServiceError::AuthRequired(_)))
+            && self.auth_failures.record_failure(client)
+        {
+            let config = self.auth_failures.config();
+            tracing::warn!(
+                client = %client,
+                failures = config.max_failures,
+                window_secs = config.window.as_secs(),
+                "client address limited after repeated failed authentications"
+            );
+        }
+        result
+    }
+
+    async fn resolve_key(
         &self,
         secret: &str,
         agent_id: Option<String>,

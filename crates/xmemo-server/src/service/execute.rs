@@ -12,14 +12,17 @@
 //! `runtime_error`, `timeout`, `oom`, `system_error`). A run refused by the engine after the
 //! access checks passed (sandbox unavailable, busy, ...) ran nothing; it appends one
 //! `skill.execute_refused` entry instead, so refusals are visible without ever looking like
-//! an execution. If the `skill.execute` entry cannot be written the result is withheld
+//! an execution. The same holds for runs refused because the account or the server already
+//! runs as many executions as allowed (`exec_slots.rs`). If the `skill.execute` entry cannot be written the result is withheld
 //! (`SERVICE_UNAVAILABLE`): no output leaves the server unaudited.
 
 use super::Service;
+use super::exec_slots::SlotRefusal;
 use super::types::*;
 use crate::auth::Principal;
 use crate::error::{ServiceError, ServiceResult};
 use crate::metrics::{Metrics, Refusal};
+use crate::throttle::retry_after_secs;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
@@ -74,6 +77,11 @@ impl Service {
         }
     }
 
+    /// Executions holding a slot now (being prepared or running).
+    pub fn running_executions(&self) -> usize {
+        self.executions.running()
+    }
+
     /// The process-local counters.
     pub fn metrics(&self) -> &Arc<Metrics> {
         &self.metrics
@@ -100,6 +108,12 @@ impl Service {
             "xmemo_sandbox_unsafe_local",
             "1 when executions run as plain local processes (unsafe fallback in use).",
             u64::from(state.as_ref().is_some_and(|s| !s.available && s.runnable)),
+        );
+        crate::metrics::render_gauge(
+            &mut out,
+            "xmemo_executions_running",
+            "Script executions holding a slot now (preparing or running).",
+            self.running_executions() as u64,
         );
         out
     }
@@ -131,6 +145,8 @@ impl Service {
                 Some(json!({"field": "timeout_seconds", "min": min, "max": max})),
             ));
         }
+        // In range: checked above.
+        let timeout = Duration::from_secs(timeout_seconds.unsigned_abs());
         let stdin = input_bytes(req.input_args)?;
         if req.script_path.is_empty() {
             return Err(ServiceError::validation(
@@ -181,6 +197,14 @@ impl Service {
             };
             return Err(self.refuse(&target, error).await);
         };
+        // Held until this future ends, whichever way: the run and its preparation count.
+        let _slot = match self
+            .executions
+            .acquire(&principal.account.account_id, timeout)
+        {
+            Ok(slot) => slot,
+            Err(refusal) => return Err(self.refuse_at_capacity(&target, refusal).await),
+        };
         let mut files = Vec::with_capacity(revision.components.len());
         for component in &revision.components {
             let (_, bytes) = self
@@ -203,8 +227,7 @@ impl Service {
             entry: manifest.logical_path.clone(),
             stdin,
             limits: ExecutionLimits {
-                // In range: checked above.
-                timeout: Duration::from_secs(timeout_seconds.unsigned_abs()),
+                timeout,
                 ..ExecutionLimits::default()
             },
         };
@@ -377,6 +400,49 @@ impl Service {
                 ServiceError::Internal(format!("sandbox i/o error: {e}")),
             ),
         };
+        self.refused(t, refusal, service_error, &error).await
+    }
+
+    /// Maps a full execution cap (nothing ran) to the client error; audits, logs and counts it.
+    async fn refuse_at_capacity(&self, t: &Target<'_>, refusal: SlotRefusal) -> ServiceError {
+        let (kind, service_error) = match refusal {
+            SlotRefusal::Account { cap, retry_after } => {
+                let secs = retry_after_secs(retry_after);
+                (
+                    Refusal::AccountLimit,
+                    ServiceError::RateLimited {
+                        message: format!(
+                            "this account already runs {cap} executions, the most it may run at once; nothing ran, retry in {secs} s"
+                        ),
+                        retry_after_secs: secs,
+                    },
+                )
+            }
+            SlotRefusal::Server { cap, retry_after } => {
+                let secs = retry_after_secs(retry_after);
+                (
+                    Refusal::ServerLimit,
+                    ServiceError::AtCapacity {
+                        message: format!(
+                            "this server already runs {cap} executions, the most it runs at once; nothing ran, retry in {secs} s"
+                        ),
+                        retry_after_secs: secs,
+                    },
+                )
+            }
+        };
+        let detail = service_error.to_string();
+        self.refused(t, kind, service_error, &detail).await
+    }
+
+    /// Counts, logs and audits a refusal (nothing ran); returns the client error.
+    async fn refused(
+        &self,
+        t: &Target<'_>,
+        refusal: Refusal,
+        service_error: ServiceError,
+        error: &(dyn std::fmt::Display + Sync),
+    ) -> ServiceError {
         self.metrics.record_refusal(refusal);
         tracing::warn!(
             target: "xmemo::execute",

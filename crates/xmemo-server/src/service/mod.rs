@@ -4,6 +4,7 @@
 mod access;
 mod account_data;
 mod accounts;
+pub mod exec_slots;
 mod execute;
 mod invitations;
 pub mod memories;
@@ -15,6 +16,7 @@ mod teams;
 pub mod types;
 
 pub use access::Access;
+pub use accounts::{DEFAULT_AUTH_THROTTLE, throttle_key};
 pub use packages::{DiffSide, ImportOptions, Imported, SkillDiff};
 pub use served::{Served, ServedList};
 use std::sync::Arc;
@@ -28,6 +30,10 @@ pub struct Service {
     metrics: Arc<crate::metrics::Metrics>,
     /// Outbound rules and hosts of repository imports (`with_fetch_config`).
     fetch: Arc<crate::fetch::FetchConfig>,
+    /// Concurrent executions, in all and per account (`with_execution_caps`).
+    executions: Arc<exec_slots::ExecutionSlots>,
+    /// Failed authentications per client address (`with_auth_throttle`).
+    auth_failures: Arc<crate::throttle::FailureLimiter<std::net::IpAddr>>,
 }
 
 impl Service {
@@ -37,7 +43,27 @@ impl Service {
             sandbox: None,
             metrics: Arc::new(crate::metrics::Metrics::new()),
             fetch: Arc::new(crate::fetch::FetchConfig::default()),
+            executions: Arc::new(exec_slots::ExecutionSlots::new(
+                exec_slots::ExecutionCaps::default(),
+            )),
+            auth_failures: Arc::new(crate::throttle::FailureLimiter::new(
+                accounts::DEFAULT_AUTH_THROTTLE,
+            )),
         }
+    }
+
+    /// This service with these concurrent-execution caps (default: twice the CPUs, two per
+    /// account).
+    pub fn with_execution_caps(mut self, caps: exec_slots::ExecutionCaps) -> Self {
+        self.executions = Arc::new(exec_slots::ExecutionSlots::new(caps));
+        self
+    }
+
+    /// This service with this budget of failed authentications per client address (default:
+    /// 20 per minute).
+    pub fn with_auth_throttle(mut self, config: crate::throttle::LimiterConfig) -> Self {
+        self.auth_failures = Arc::new(crate::throttle::FailureLimiter::new(config));
+        self
     }
 
     pub fn store(&self) -> &Arc<dyn Store> {

@@ -7,12 +7,20 @@ use reqwest::{Client, Method, StatusCode};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use xmemo_server::Service;
-use xmemo_server::app::{build_app, serve};
+use xmemo_server::app::{HttpConfig, build_app, serve_with};
 use xmemo_server::rest::ServerInfo;
 use xmemo_server::service::types::{CreateAccountRequest, CreateKeyRequest};
 use xmemo_store::Store;
 use xmemo_store::postgres::{PgPoolSettings, PostgresStore};
 use xmemo_store::sqlite::SqliteStore;
+
+/// How the test server is served (defaults: the production ones, no trusted proxy).
+#[derive(Debug, Clone, Default)]
+pub struct ServeOptions {
+    pub http: HttpConfig,
+    pub trusted_proxies: Vec<std::net::IpAddr>,
+    pub mcp: xmemo_server::mcp::McpConfig,
+}
 
 pub struct TestServer {
     pub url: String,
@@ -52,13 +60,13 @@ impl TestServer {
 
     /// Like [`TestServer::start`], with the service adjusted first (e.g. `with_sandbox`).
     pub async fn start_configured(configure: impl FnOnce(Service) -> Service) -> Self {
-        Self::start_with(configure, xmemo_server::mcp::McpConfig::default()).await
+        Self::start_with(configure, ServeOptions::default()).await
     }
 
-    /// Like [`TestServer::start_configured`], with these MCP settings.
+    /// Like [`TestServer::start_configured`], with these connection limits and proxies.
     pub async fn start_with(
         configure: impl FnOnce(Service) -> Service,
-        mcp: xmemo_server::mcp::McpConfig,
+        options: ServeOptions,
     ) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let (store, pg) = fresh_store(dir.path()).await;
@@ -81,10 +89,16 @@ impl TestServer {
             ServerInfo {
                 public_url: url.clone(),
                 version: "test",
-                mcp,
+                trusted_proxies: options.trusted_proxies,
+                mcp: options.mcp,
             },
         );
-        tokio::spawn(serve(listener, app, std::future::pending()));
+        tokio::spawn(serve_with(
+            listener,
+            app,
+            options.http,
+            std::future::pending(),
+        ));
         Self {
             url,
             service,

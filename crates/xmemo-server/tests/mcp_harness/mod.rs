@@ -75,6 +75,7 @@ impl McpServer {
                 public_url: url.clone(),
                 version: "test",
                 mcp,
+                ..Default::default()
             },
         );
         tokio::spawn(serve(listener, app, std::future::pending()));
