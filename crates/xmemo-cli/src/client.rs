@@ -4,9 +4,11 @@
 //! type, [`output`] formats text, [`skills`] / [`save`] / [`accounts`] are the commands, and
 //! [`skilldir`] turns a skill directory into a package (for `save --dir` and `import`).
 
+mod account;
 mod accounts;
 mod execute;
 pub(crate) mod http;
+mod memories;
 mod output;
 mod save;
 pub(crate) mod skilldir;
@@ -66,6 +68,14 @@ pub enum ClientCommand {
     Keys(accounts::KeysArgs),
     /// Who the current key belongs to, its scopes and workspaces
     Whoami(accounts::WhoamiArgs),
+    /// Remember a preference, fact, decision, TODO, progress note or note
+    Remember(memories::RememberArgs),
+    /// Recall memories by text and filters (the most recent without a query)
+    Memories(memories::MemoriesArgs),
+    /// One memory: show, history, update, forget, restore
+    Memory(memories::MemoryArgs),
+    /// Your account: export everything, or delete it
+    Account(account::AccountArgs),
 }
 
 impl ClientCommand {
@@ -83,6 +93,10 @@ impl ClientCommand {
             Self::Keys(a) => &a.conn,
             Self::Whoami(a) => &a.conn,
             Self::Execute(a) => &a.conn,
+            Self::Remember(a) => &a.conn,
+            Self::Memories(a) => &a.conn,
+            Self::Memory(a) => &a.conn,
+            Self::Account(a) => &a.conn,
         }
     }
 }
@@ -118,5 +132,9 @@ async fn dispatch(cmd: ClientCommand) -> anyhow::Result<()> {
         ClientCommand::Keys(a) => accounts::keys(a).await,
         ClientCommand::Whoami(a) => accounts::whoami(a).await,
         ClientCommand::Execute(a) => execute::execute(a).await,
+        ClientCommand::Remember(a) => memories::remember(a).await,
+        ClientCommand::Memories(a) => memories::memories(a).await,
+        ClientCommand::Memory(a) => memories::memory(a).await,
+        ClientCommand::Account(a) => account::account(a).await,
     }
 }

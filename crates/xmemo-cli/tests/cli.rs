@@ -796,3 +796,139 @@ fn admin_creates_an_account_on_a_stopped_server_data_dir() {
     let out = bob.ok(&["whoami"]);
     assert!(out.contains("bob") && out.contains("personal"), "{out}");
 }
+
+#[test]
+fn memories_and_account_end_to_end() {
+    let (tmp, _server, admin) = setup();
+    let data_arg = tmp.path().join("data").display().to_string();
+    let created = admin.ok(&[
+        "admin",
+        "--data-dir",
+        &data_arg,
+        "account",
+        "create",
+        "mona",
+        "--with-key",
+    ]);
+    let key = created
+        .lines()
+        .find_map(|l| l.strip_prefix("API key (shown once): "))
+        .unwrap_or_else(|| panic!("no key in:\n{created}"))
+        .trim()
+        .to_string();
+    let mut mona = admin.with_key(&key);
+    mona.env = vec![("XMEMO_AGENT_INSTANCE_ID".into(), "mona-runner-1".into())];
+
+    let args = [
+        "remember",
+        "The staging database listens on port 5433",
+        "--kind",
+        "fact",
+        "--tag",
+        "db",
+        "--project",
+        "shop",
+        "--title",
+        "Staging DB",
+    ];
+    let first = mona.json(&args);
+    assert_eq!(first["kind"], "remembered");
+    assert_eq!(first["data"]["created"], true);
+    let id = str_at(&first, "/data/memory/memory_id").to_string();
+    assert_eq!(
+        first["data"]["memory"]["saved_by"]["agent_instance_id"],
+        "mona-runner-1"
+    );
+    let again = mona.json(&args);
+    assert_eq!(again["data"]["created"], false);
+    assert_eq!(str_at(&again, "/data/memory/memory_id"), id);
+    assert!(mona.ok(&args).contains("already remembered"));
+
+    let found = mona.json(&["memories", "staging port", "--project", "shop"]);
+    assert_eq!(str_at(&found, "/data/memories/0/memory_id"), id);
+    let by_instance = mona.json(&["memories", "--instance", "mona-runner-1"]);
+    assert_eq!(
+        by_instance["data"]["memories"].as_array().map(Vec::len),
+        Some(1)
+    );
+    let table = mona.ok(&["memories", "--tag", "db"]);
+    assert!(
+        table.contains(&id) && table.contains("Staging DB"),
+        "{table}"
+    );
+    assert!(mona.ok(&["memory", "show", &id]).contains("port 5433"));
+
+    let updated = mona.json(&[
+        "memory",
+        "update",
+        &id,
+        "--expected-version",
+        "1",
+        "--content",
+        "The staging database listens on port 5434",
+    ]);
+    assert_eq!(updated["data"]["version"], 2);
+    mona.fails_with(
+        &[
+            "memory",
+            "update",
+            &id,
+            "--expected-version",
+            "1",
+            "--content",
+            "stale",
+        ],
+        "CONFLICT",
+    );
+    let history = mona.json(&["memory", "history", &id]);
+    assert_eq!(
+        history["data"]["versions"].as_array().map(Vec::len),
+        Some(2)
+    );
+
+    mona.json(&["memory", "forget", &id, "--reason", "moved"]);
+    assert_eq!(
+        mona.json(&["memories"])["data"]["memories"],
+        serde_json::json!([])
+    );
+    let with = mona.json(&["memories", "--forgotten"]);
+    assert_eq!(str_at(&with, "/data/memories/0/status"), "forgotten");
+    mona.fails_with(&["memory", "forget", &id], "CONFLICT");
+    mona.json(&["memory", "restore", &id]);
+    mona.fails_with(&["memory", "restore", &id], "CONFLICT");
+    mona.fails_with(
+        &["remember", "x", "--kind", "note", "--tag", "Not A Tag"],
+        "VALIDATION_ERROR",
+    );
+
+    // The account: export to a file, then delete with the handle typed back.
+    let out = tmp.path().join("mona-export.zip");
+    let out_arg = out.display().to_string();
+    let written = mona.json(&["account", "export", "-o", &out_arg]);
+    assert_eq!(
+        written["size"].as_u64(),
+        std::fs::metadata(&out).ok().map(|m| m.len())
+    );
+    let bytes = std::fs::read(&out).expect("export file");
+    let mut archive = zip::ZipArchive::new(std::io::Cursor::new(bytes)).expect("a zip");
+    let mut lines = String::new();
+    std::io::Read::read_to_string(
+        &mut archive
+            .by_name("xmemo-export/memories.jsonl")
+            .expect("memories.jsonl"),
+        &mut lines,
+    )
+    .expect("read");
+    assert!(lines.contains("port 5434"), "{lines}");
+    assert!(!tmp.path().join("mona-export.zip.partial").exists());
+
+    mona.fails_with(
+        &["account", "delete", "--confirm", "not-mona"],
+        "VALIDATION_ERROR",
+    );
+    let deleted = mona.json(&["account", "delete", "--confirm", "mona"]);
+    assert_eq!(deleted["data"]["memories"], 1);
+    mona.fails_with(&["whoami"], "AUTH_REQUIRED");
+    // The last administrator keeps its account.
+    admin.fails_with(&["account", "delete", "--confirm", "admin"], "CONFLICT");
+}

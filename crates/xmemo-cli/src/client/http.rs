@@ -401,3 +401,48 @@ impl Api {
         })
     }
 }
+
+impl Api {
+    /// Streams a download into `path` (through `<path>.partial`, renamed at the end, so a
+    /// failed download leaves no partial file); the number of bytes written.
+    pub async fn download(&self, url: Url, path: &std::path::Path) -> anyhow::Result<u64> {
+        use std::io::Write;
+        let mut response = self
+            .client
+            .get(url.clone())
+            .send()
+            .await
+            .map_err(|e| self.transport(e))?;
+        let status = response.status();
+        if !status.is_success() {
+            let bytes = response.bytes().await.map_err(|e| self.transport(e))?;
+            return Err(server_error(status, &bytes, &url));
+        }
+        let cannot = |e: std::io::Error| {
+            fail(Failure::input(format!(
+                "cannot write {}: {e}",
+                path.display()
+            )))
+        };
+        let mut partial = path.as_os_str().to_owned();
+        partial.push(".partial");
+        let partial = std::path::PathBuf::from(partial);
+        let result = async {
+            let mut file = std::fs::File::create(&partial).map_err(cannot)?;
+            let mut written = 0u64;
+            while let Some(chunk) = response.chunk().await.map_err(|e| self.transport(e))? {
+                file.write_all(&chunk).map_err(cannot)?;
+                written += chunk.len() as u64;
+            }
+            file.sync_all().map_err(cannot)?;
+            std::fs::rename(&partial, path).map_err(cannot)?;
+            Ok::<u64, anyhow::Error>(written)
+        }
+        .await;
+        if result.is_err() {
+            let _ = std::fs::remove_file(&partial);
+        }
+        let written = result?;
+        Ok(written)
+    }
+}
