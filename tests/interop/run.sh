@@ -162,6 +162,10 @@ for transport in http stdio; do
       --url "$URL" --key "$KEY" --xmemo "$BIN"
   done
 done
+for flow in desktop headless; do
+  run_check "python-sdk $PY_SDK, memory flow: $flow" timeout 120 \
+    "$VENV/bin/python" "$HERE/python/memory_flows.py" --flow "$flow" --url "$URL" --key "$KEY" --xmemo "$BIN"
+done
 for transport in http stdio; do
   run_check "typescript-sdk $TS_SDK, $transport" timeout 120 \
     node "$HERE/node/client.mjs" "$transport" "$URL" "$KEY" "$BIN"

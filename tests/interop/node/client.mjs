@@ -52,7 +52,9 @@ async function main() {
   try {
     const slug = `interop-ts-${transportKind}-${randomUUID().slice(0, 8)}`;
     const tools = (await client.listTools()).tools.map((t) => t.name).sort();
-    check(JSON.stringify(tools) === JSON.stringify(["recall_cloud_skill", "save_cloud_skill"]),
+    const expected = ["recall_cloud_skill", "save_cloud_skill", "remember", "recall", "update_memory",
+      "forget", "restore_memory"].sort();
+    check(JSON.stringify(tools) === JSON.stringify(expected),
       `tools/list: ${tools}`);
     const recallTool = (await client.listTools()).tools.find((t) => t.name === "recall_cloud_skill");
     check(recallTool.annotations?.readOnlyHint === true && recallTool.annotations?.idempotentHint === true,

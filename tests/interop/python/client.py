@@ -40,7 +40,10 @@ def payload(result) -> dict:
 async def scenario(client: Client, slug: str, label: str) -> None:
     tools = await client.list_tools()
     names = sorted(t.name for t in tools.tools)
-    check(names == ["recall_cloud_skill", "save_cloud_skill"], f"tools/list: {names}")
+    expected = sorted(
+        ["recall_cloud_skill", "save_cloud_skill", "remember", "recall", "update_memory", "forget", "restore_memory"]
+    )
+    check(names == expected, f"tools/list: {names}")
 
     note = f"Notes for {label}.\n"
     saved = payload(
