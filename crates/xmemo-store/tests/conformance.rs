@@ -2900,6 +2900,11 @@ mod memory_cases {
             ids(store.recall_memories(&q).await.unwrap()),
             vec![titled.memory_id.clone()]
         );
+        // An inflected last word finds its stem (SQLite's porter tokenizer stems prefix terms;
+        // PostgreSQL matches it stemmed beside its prefix).
+        q.text = Some("freezes".into());
+        let inflected = ids(store.recall_memories(&q).await.unwrap());
+        assert!(inflected.contains(&body.memory_id), "{inflected:?}");
         q.text = Some("  ** ".into());
         assert!(store.recall_memories(&q).await.unwrap().is_empty());
 

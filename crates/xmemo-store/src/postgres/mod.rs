@@ -59,7 +59,7 @@ impl Dialect for Postgres {
     const MEMORY_HIT_JOIN: &'static str = "m.memory_id = h.hit_key";
 
     fn memory_match(text: &str) -> Option<(String, Vec<String>)> {
-        let q = tsqueries(text)?;
+        let q = tsqueries_with(text, true)?;
         Some((
             "hits AS (SELECT x.memory_id AS hit_key,
                  ts_rank_cd('{0.1, 0.2, 0.5, 1.0}'::float4[], x.document, q.query, 1)::float8 AS relevance
@@ -252,6 +252,12 @@ pub(crate) struct TsQueries {
 }
 
 pub(crate) fn tsqueries(query: &str) -> Option<TsQueries> {
+    tsqueries_with(query, false)
+}
+
+/// With `stem_last`, the last word is also matched stemmed (memory recall: words are typed
+/// whole, and "deploys" should find "deploy"), beside its prefix.
+fn tsqueries_with(query: &str, stem_last: bool) -> Option<TsQueries> {
     let terms: Vec<String> = crate::search::terms(query)
         .into_iter()
         .filter(|t| t.chars().all(char::is_alphanumeric))
@@ -260,9 +266,13 @@ pub(crate) fn tsqueries(query: &str) -> Option<TsQueries> {
     let quoted: Vec<String> = rest.iter().map(|t| format!("'{t}'")).collect();
     let mut plain = quoted.clone();
     plain.push(format!("'{last}':*"));
+    let mut stemmed = quoted;
+    if stem_last {
+        stemmed.push(format!("'{last}'"));
+    }
     Some(TsQueries {
         plain: plain.join(" | "),
-        stemmed: quoted.join(" | "),
+        stemmed: stemmed.join(" | "),
     })
 }
 
