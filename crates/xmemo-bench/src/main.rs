@@ -4,6 +4,7 @@
 
 mod corpus;
 mod load;
+mod memories;
 mod report;
 mod server;
 
@@ -66,6 +67,13 @@ struct Args {
     /// Print the results as JSON on stdout (the human-readable table then goes to stderr)
     #[arg(long)]
     json: bool,
+    /// Benchmark memories instead of skills (SPEC §9): recall quality (hit@1, hit@5 on queries
+    /// with known answers) and recall latency at each of --sizes memories
+    #[arg(long)]
+    memories: bool,
+    /// Memories only: queries per query kind in the quality check
+    #[arg(long, default_value_t = 200)]
+    quality_queries: usize,
 }
 
 #[tokio::main]
@@ -153,6 +161,18 @@ async fn main() -> Result<()> {
     );
     report.memory_at_start = srv.memory();
 
+    if args.memories {
+        let result = tokio::select! {
+            r = run_memories(&args, &sizes, &srv) => r,
+            _ = tokio::signal::ctrl_c() => Err(anyhow::anyhow!("interrupted (Ctrl-C)")),
+        };
+        if let Err(e) = &result {
+            eprintln!("xmemo-bench: run failed: {e:#}\n{}", srv.stderr_tail());
+        }
+        srv.stop();
+        return result;
+    }
+
     // Ctrl-C stops the run but still prints what was measured so far.
     let result = tokio::select! {
         r = run(&args, &sizes, &clients, &mut srv, &mut report) => r,
@@ -182,6 +202,104 @@ async fn main() -> Result<()> {
         println!("{table}");
     }
     result
+}
+
+/// The memory benchmark: one table row per size, printed as it is measured.
+async fn run_memories(args: &Args, sizes: &[usize], srv: &Server) -> Result<()> {
+    let corpus = Arc::new(memories::MemoryCorpus::new(
+        args.corpus_seed,
+        args.vocabulary,
+    ));
+    let mut ids = Vec::new();
+    let mut count = 0;
+    let duration = Duration::from_secs(args.duration_secs.max(1));
+    let throughput_clients = args.clients.iter().copied().max().unwrap_or(32);
+    let mut rows = Vec::new();
+    for &n in sizes {
+        eprintln!(
+            "xmemo-bench: remembering {count}..{n} with {} clients",
+            args.seed_concurrency
+        );
+        let took = memories::seed(
+            &srv.base_url,
+            &srv.admin_key,
+            corpus.clone(),
+            count,
+            n,
+            args.seed_concurrency,
+            &mut ids,
+        )
+        .await?;
+        eprintln!(
+            "  {} memories in {:.1} s = {:.0} remembers/s",
+            n - count,
+            took.as_secs_f64(),
+            (n - count) as f64 / took.as_secs_f64().max(1e-9)
+        );
+        count = n;
+        let (quality, sequential) = memories::quality_and_latency(
+            &srv.base_url,
+            &srv.admin_key,
+            &corpus,
+            &ids,
+            args.quality_queries,
+            args.corpus_seed,
+        )
+        .await?;
+        eprintln!(
+            "xmemo-bench: N={n} recall with {throughput_clients} clients for {}s",
+            duration.as_secs()
+        );
+        let (rate, loaded) = memories::throughput(
+            &srv.base_url,
+            &srv.admin_key,
+            corpus.clone(),
+            n,
+            throughput_clients,
+            duration,
+        )
+        .await?;
+        let mut line = format!(
+            "N={n:>7}  1 client: p50 {:>6.2} ms  p99 {:>6.2} ms  |  {throughput_clients} clients: {rate:>7.0} req/s  p99 {:>6.2} ms",
+            sequential.p50_us as f64 / 1000.0,
+            sequential.p99_us as f64 / 1000.0,
+            loaded.p99_us as f64 / 1000.0,
+        );
+        let (mut all, mut hit1, mut hit5) = (0, 0, 0);
+        for (kind, q) in &quality {
+            line.push_str(&format!(
+                "\n           {:<32} hit@1 {:.3}  hit@5 {:.3}  ({} queries)",
+                kind.label(),
+                q.hit1_rate(),
+                q.hit5_rate(),
+                q.queries
+            ));
+            all += q.queries;
+            hit1 += q.hit1;
+            hit5 += q.hit5;
+        }
+        line.push_str(&format!(
+            "\n           {:<32} hit@1 {:.3}  hit@5 {:.3}  (target hit@5 >= 0.95; p99 <= 10 ms)",
+            "all",
+            hit1 as f64 / all.max(1) as f64,
+            hit5 as f64 / all.max(1) as f64
+        ));
+        eprintln!("{line}");
+        rows.push(line);
+    }
+    println!(
+        "\nxmemo-bench --memories (backend: {}, {})",
+        if args.database_url.is_some() {
+            "postgresql"
+        } else {
+            "sqlite"
+        },
+        srv.base_url
+    );
+    for r in rows {
+        println!("{r}");
+    }
+    Ok(())
 }
 
 async fn run(

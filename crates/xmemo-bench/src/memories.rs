@@ -66,7 +66,8 @@ impl MemoryCorpus {
         let mut words = Vec::with_capacity(vocabulary);
         let mut seen = std::collections::HashSet::new();
         while words.len() < vocabulary {
-            let w = syllable_word(&mut rng, rng.between(2, 3));
+            let syllables = rng.between(2, 3);
+            let w = syllable_word(&mut rng, syllables);
             if seen.insert(w.clone()) {
                 words.push(w);
             }
@@ -225,10 +226,13 @@ impl Quality {
 }
 
 async fn recall_ids(http: &reqwest::Client, base: &str, key: &str, q: &str) -> Result<Vec<String>> {
+    let mut url = reqwest::Url::parse(&format!("{base}/api/v1/memories")).context("recall URL")?;
+    url.query_pairs_mut()
+        .append_pair("query", q)
+        .append_pair("limit", "5");
     let resp = http
-        .get(format!("{base}/api/v1/memories"))
+        .get(url)
         .bearer_auth(key)
-        .query(&[("query", q), ("limit", "5")])
         .send()
         .await
         .context("recall")?;
