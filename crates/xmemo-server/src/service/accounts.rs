@@ -73,17 +73,8 @@ impl Service {
         account: &Account,
         req: CreateKeyRequest,
     ) -> ServiceResult<CreatedKey> {
-        use xmemo_core::limits::KEY_NAME_MAX_CHARS;
         let name = req.name.trim().to_string();
-        if name.is_empty()
-            || name.chars().count() > KEY_NAME_MAX_CHARS
-            || name.chars().any(char::is_control)
-        {
-            return Err(ServiceError::validation(
-                format!("name must be 1 to {KEY_NAME_MAX_CHARS} printable characters"),
-                "name",
-            ));
-        }
+        xmemo_core::validate::validate_key_name("name", &name)?;
         let scopes = match req.scopes {
             None => principal.scopes.clone(),
             Some(list) => parse_scopes(&list.join(" "))?,
@@ -104,6 +95,16 @@ impl Service {
             .as_deref()
             .map(normalise_instant)
             .transpose()?;
+        if let Some(at) = &expires_at
+            && at.as_str() <= xmemo_store::now().as_str()
+        {
+            // Same format on both sides, so the text order is the time order. A key that
+            // could never authenticate is a mistake, not a key.
+            return Err(ServiceError::validation(
+                format!("expires_at {at} is not in the future"),
+                "expires_at",
+            ));
+        }
         let profile = req.profile.unwrap_or_else(|| DEFAULT_PROFILE.to_string());
         xmemo_core::validate_slug("profile", &profile)?;
         let generated = generate_key();

@@ -351,19 +351,12 @@ pub(super) fn save_target(
     })
 }
 
-/// Review notes and archive reasons: trimmed, empty means none, at most
-/// [`NOTE_MAX_CHARS`](xmemo_core::limits::NOTE_MAX_CHARS) characters.
+/// Review notes and archive reasons: trimmed, empty means none, else
+/// [`validate_note`](xmemo_core::validate::validate_note).
 fn checked_note(field: &str, text: Option<String>) -> ServiceResult<Option<String>> {
-    use xmemo_core::limits::NOTE_MAX_CHARS;
     let text = text.map(|n| n.trim().to_string()).filter(|n| !n.is_empty());
     if let Some(n) = &text {
-        if n.chars().count() > NOTE_MAX_CHARS {
-            return Err(ServiceError::validation(
-                format!("{field} is limited to {NOTE_MAX_CHARS} characters"),
-                field,
-            ));
-        }
-        xmemo_core::validate::reject_nul(field, n)?;
+        xmemo_core::validate::validate_note(field, n)?;
     }
     Ok(text)
 }
