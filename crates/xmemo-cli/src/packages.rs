@@ -358,7 +358,7 @@ async fn diff(a: DiffArgs) -> anyhow::Result<()> {
                 &["skills", &a.slug, "revisions"],
                 &[("workspace", a.workspace.as_deref())],
             )?;
-            let list = api.get(url).await?;
+            let list = api.get_all(url, "revisions").await?;
             let map: Vec<(i64, String)> = list["revisions"]
                 .as_array()
                 .map(|revs| {

@@ -1,11 +1,12 @@
 //! Accounts, API keys, authentication and the first-start bootstrap.
 
 use super::Service;
+use super::page::{self, Page, PageRequest};
 use super::types::*;
 use crate::auth::{Principal, generate_key, hash_key, parse_scopes};
 use crate::error::{ServiceError, ServiceResult};
 use xmemo_core::Scope;
-use xmemo_store::{Account, ApiKey, Attribution, AuditDraft, NewAccount, NewApiKey};
+use xmemo_store::{Account, ApiKey, Attribution, AuditDraft, CreationKey, NewAccount, NewApiKey};
 
 /// The client profile a key connects as unless told otherwise.
 pub const DEFAULT_PROFILE: &str = "ordinary-full";
@@ -144,6 +145,25 @@ impl Service {
             .await?)
     }
 
+    /// One page of the caller's keys, in creation order.
+    pub async fn keys_page(
+        &self,
+        principal: &Principal,
+        page: &PageRequest,
+    ) -> ServiceResult<Page<ApiKey>> {
+        principal.require(Scope::Read)?;
+        let (size, keyset) = page::keyset(page, "keys", |[_, created_at, id]| {
+            Some(CreationKey { created_at, id })
+        })?;
+        let rows = self
+            .store
+            .list_api_keys_page(&principal.account.account_id, &keyset)
+            .await?;
+        Ok(page::finish(rows, size, |k| {
+            page::encode_cursor(&["keys", &k.created_at, &k.key_id])
+        }))
+    }
+
     pub async fn revoke_key(&self, principal: &Principal, key_id: &str) -> ServiceResult<()> {
         principal.require(Scope::Write)?;
         let audit = AuditDraft::new("key.revoke", &principal.attribution())
@@ -185,6 +205,27 @@ impl Service {
             ));
         }
         Ok(self.store.list_accounts().await?)
+    }
+
+    /// One page of all accounts, in creation order (server administrators only).
+    pub async fn accounts_page(
+        &self,
+        principal: &Principal,
+        page: &PageRequest,
+    ) -> ServiceResult<Page<Account>> {
+        principal.require(Scope::Read)?;
+        if !principal.account.is_admin {
+            return Err(ServiceError::PermissionDenied(
+                "only server administrators list accounts".into(),
+            ));
+        }
+        let (size, keyset) = page::keyset(page, "accounts", |[_, created_at, id]| {
+            Some(CreationKey { created_at, id })
+        })?;
+        let rows = self.store.list_accounts_page(&keyset).await?;
+        Ok(page::finish(rows, size, |a| {
+            page::encode_cursor(&["accounts", &a.created_at, &a.account_id])
+        }))
     }
 
     async fn create_account_unchecked(

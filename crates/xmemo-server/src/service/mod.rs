@@ -5,6 +5,7 @@ mod access;
 mod accounts;
 mod execute;
 mod packages;
+pub mod page;
 mod recall;
 mod served;
 mod skills;
@@ -13,6 +14,7 @@ pub mod types;
 
 pub use access::Access;
 pub use packages::{DiffSide, ImportOptions, Imported, SkillDiff};
+pub use page::{Page, PageRequest};
 pub use served::{Served, ServedList};
 use std::sync::Arc;
 use xmemo_store::Store;

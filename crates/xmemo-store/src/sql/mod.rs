@@ -7,6 +7,7 @@ mod accounts;
 mod audit;
 pub(crate) mod driver;
 mod migrations;
+mod page;
 mod rows;
 mod skills;
 mod snapshot;
