@@ -31,8 +31,9 @@ enum AdminCommand {
     /// The hash-chained audit log
     #[command(subcommand)]
     Audit(AuditCommand),
-    /// Report the script sandbox (bubblewrap probe, isolation, limits mechanisms) and the
-    /// database (backend, ping). Always exits 0: it reports, it does not judge.
+    /// Report the script sandbox (bubblewrap probe, isolation, limits mechanisms), the
+    /// database (backend, ping) and whether the data directory and its files are private
+    /// (0700 / 0600). Always exits 0: it reports, it does not judge.
     Doctor,
     /// Apply pending schema migrations (for operators who start servers with --no-migrate).
     Migrate,
@@ -284,7 +285,16 @@ async fn doctor(args: &AdminArgs) -> anyhow::Result<()> {
         "UNAVAILABLE: executions are refused with SANDBOX_UNAVAILABLE (fail closed)"
     };
 
-    let database = match resolve_db_only(&args.db) {
+    let resolved = resolve_db_only(&args.db);
+    // Looked at before the store is opened: opening creates what is missing, privately.
+    let permissions = match &resolved {
+        Err(_) => json!({ "ok": false, "problems": [] }),
+        Ok((data_dir, url)) => {
+            let problems = xmemo_server::bootstrap::permission_problems(data_dir, url.as_deref());
+            json!({ "ok": problems.is_empty(), "data_dir": data_dir, "problems": problems })
+        }
+    };
+    let database = match resolved {
         Err(e) => json!({ "ok": false, "error": format!("{e:#}") }),
         Ok((data_dir, url)) => match open_store(url.as_deref(), &data_dir).await {
             Err(e) => json!({
@@ -324,6 +334,7 @@ async fn doctor(args: &AdminArgs) -> anyhow::Result<()> {
             },
         },
         "database": database,
+        "permissions": permissions,
     });
     if args.json {
         println!(
@@ -378,8 +389,37 @@ async fn doctor(args: &AdminArgs) -> anyhow::Result<()> {
             )
         }
     ));
+    text.push('\n');
+    text.push_str(&permissions_text(&permissions));
     println!("{text}");
     Ok(())
+}
+
+fn permissions_text(permissions: &serde_json::Value) -> String {
+    let data_dir = permissions["data_dir"].as_str().unwrap_or("?");
+    let problems = permissions["problems"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    if problems.is_empty() {
+        return format!(
+            "permissions: {data_dir} and its files are private (0700 / 0600, or not created yet)"
+        );
+    }
+    let mut text = String::from(
+        "permissions: TOO OPEN — group or others can reach the database or the admin key:",
+    );
+    for p in &problems {
+        let field = |k: &str| p[k].as_str().unwrap_or("?").to_string();
+        text.push_str(&format!(
+            "\n  {} is {} (should be {}); fix: {}",
+            field("path"),
+            field("mode"),
+            field("expected"),
+            field("fix")
+        ));
+    }
+    text
 }
 
 fn isolation_label(isolation: xmemo_server::sandbox::Isolation) -> &'static str {

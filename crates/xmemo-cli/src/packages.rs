@@ -14,7 +14,10 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use xmemo_core::diff::{TextDiff, WordOpKind};
+use xmemo_core::diff::{TextDiff, TextDiffStatus, WordOpKind};
+
+/// How a text the server's diff budget did not reach is shown.
+const NOT_COMPARED: &str = "not compared (the diff's time budget ran out first)";
 use xmemo_server::service::SkillDiff;
 
 #[derive(Subcommand, Debug)]
@@ -355,7 +358,7 @@ async fn diff(a: DiffArgs) -> anyhow::Result<()> {
                 &["skills", &a.slug, "revisions"],
                 &[("workspace", a.workspace.as_deref())],
             )?;
-            let list = api.get(url).await?;
+            let list = api.get_all(url, "revisions").await?;
             let map: Vec<(i64, String)> = list["revisions"]
                 .as_array()
                 .map(|revs| {
@@ -568,7 +571,9 @@ pub fn render(d: &SkillDiff, style: &Style) -> String {
         }
     }
     let body = &diff.instruction_body;
-    if body.changed {
+    if body.status == TextDiffStatus::NotCompared {
+        out.push_str(&format!("instruction body: changed, {NOT_COMPARED}\n"));
+    } else if body.changed {
         out.push_str(&format!(
             "instruction body (+{} −{} words):\n",
             body.words_inserted, body.words_deleted
@@ -616,6 +621,10 @@ pub fn render(d: &SkillDiff, style: &Style) -> String {
             ));
         }
         match &m.text_diff {
+            Some(t) if t.status == TextDiffStatus::NotCompared => {
+                line.push_str(&format!(": changed, {NOT_COMPARED}\n"));
+                out.push_str(&line);
+            }
             Some(t) => {
                 line.push_str(&format!(
                     ": +{} −{} words\n",
@@ -640,7 +649,12 @@ pub fn render(d: &SkillDiff, style: &Style) -> String {
             }
         }
     }
-    if diff.timed_out {
+    if !diff.complete {
+        out.push_str(&style.dim(&format!(
+            "note: the diff reached its time budget before comparing {} of the changed texts\n",
+            diff.not_compared.len()
+        )));
+    } else if diff.timed_out {
         out.push_str(&style.dim(
             "note: the diff reached its time budget; some changes are shown coarser than minimal\n",
         ));
@@ -657,6 +671,7 @@ mod tests {
         TextDiff {
             changed: true,
             timed_out: false,
+            status: TextDiffStatus::Complete,
             ops: ops
                 .iter()
                 .map(|(op, t)| WordOp {
@@ -690,6 +705,57 @@ mod tests {
         assert_eq!(
             paint("a\nb", "\x1b[32m"),
             "\x1b[32ma\x1b[0m\n\x1b[32mb\x1b[0m"
+        );
+    }
+
+    #[test]
+    fn texts_the_budget_did_not_reach_are_named() {
+        use xmemo_core::{ComponentInput, ComponentType, RevisionContent};
+        let content = |body: &str, doc: &[u8]| RevisionContent {
+            name: "Deploy".into(),
+            description: "How".into(),
+            instruction_body: body.into(),
+            metadata: Default::default(),
+            components: vec![ComponentInput {
+                logical_path: "references/a.md".into(),
+                component_type: ComponentType::Reference,
+                content: doc.to_vec(),
+            }],
+        };
+        let side = |n: i64| xmemo_server::service::DiffSide {
+            revision_id: format!("rev_{n}"),
+            revision_number: n,
+            status: xmemo_core::RevisionStatus::Draft,
+            canonical_hash: "0".repeat(64),
+            created_at: "2026-01-01T00:00:00.000Z".into(),
+        };
+        let diff = xmemo_core::diff::diff_revisions(
+            &content("old body", b"old words"),
+            &content("new body", b"new words"),
+            std::time::Duration::ZERO,
+        );
+        let d = SkillDiff {
+            skill_id: "skill_1".into(),
+            slug: "deploy".into(),
+            workspace: "personal".into(),
+            from: side(1),
+            to: side(2),
+            diff,
+        };
+        let out = render(&d, &Style { color: false });
+        assert!(
+            out.contains(&format!("instruction body: changed, {NOT_COMPARED}")),
+            "{out}"
+        );
+        assert!(
+            out.contains(&format!(
+                "~ references/a.md (reference): changed, {NOT_COMPARED}"
+            )),
+            "{out}"
+        );
+        assert!(
+            out.contains("before comparing 2 of the changed texts"),
+            "{out}"
         );
     }
 

@@ -16,6 +16,13 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .mcp
         .profiles()
         .map_err(|e| anyhow::anyhow!("{e}"))?;
+    for p in xmemo_server::bootstrap::permission_problems(
+        &settings.data_dir,
+        settings.database_url.as_deref(),
+    ) {
+        tracing::warn!(path = %p.path.display(), mode = %p.mode, expected = %p.expected, fix = %p.fix,
+            "open to group or others: it holds the database or the admin key");
+    }
     let store = open_store_with(
         settings.database_url.as_deref(),
         &settings.data_dir,

@@ -3,10 +3,13 @@
 //! ones by hash and size), metadata changes by key, name and description changes.
 //!
 //! Word diffs use `similar`'s Myers diff over words and whitespace runs, with one deadline
-//! for the whole comparison: past it, `similar` gives up refining and returns a coarser
-//! (still correct) diff, and the result says `timed_out`. Every [`TextDiff`] is exact in the
-//! sense that the `equal` + `delete` texts concatenate to the old text and `equal` +
-//! `insert` to the new one.
+//! for the whole comparison — the body and every component share it. A text whose comparison
+//! is under way when the deadline comes is finished coarser (still correct: `status:
+//! "coarse"`); a text not yet reached by then is not compared at all (`status:
+//! "not_compared"`, no ops), so the work after the deadline is bounded by one text, not by
+//! fifty. The result says what was cut: `complete: false` and `not_compared` naming the
+//! parts. Every compared [`TextDiff`] is exact in the sense that the `equal` + `delete`
+//! texts concatenate to the old text and `equal` + `insert` to the new one.
 //!
 //! Components are matched by logical_path; a rename shows as one removal and one addition.
 //! A component is text when its bytes are UTF-8 on both sides.
@@ -23,12 +26,48 @@ use std::time::{Duration, Instant};
 /// A sensible default budget for one diff request.
 pub const DEFAULT_DIFF_BUDGET: Duration = Duration::from_secs(2);
 
+/// Where a diff reads the time. The deadline checks go through it so that tests can make
+/// the budget run out at a chosen point instead of depending on the machine's speed.
+pub trait Clock {
+    fn now(&self) -> Instant;
+}
+
+/// The real clock.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+}
+
+/// The time budget of one diff: a deadline read through a [`Clock`].
+struct Budget<'a> {
+    clock: &'a dyn Clock,
+    deadline: Instant,
+}
+
+impl Budget<'_> {
+    fn spent(&self) -> bool {
+        self.clock.now() >= self.deadline
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RevisionDiff {
     /// Same canonical content (name, description, metadata, body, components and types).
     pub identical: bool,
-    /// The deadline was reached: some word diffs are coarser than minimal.
+    /// The deadline was reached: some word diffs are coarser than minimal, or not made.
     pub timed_out: bool,
+    /// Every changed text was compared. `false` when the budget ran out before some were
+    /// reached; `not_compared` names them.
+    #[serde(default = "yes")]
+    pub complete: bool,
+    /// The texts the budget did not reach: `instruction_body` and/or
+    /// `components/<logical_path>`, in comparison order (body first, then by path).
+    #[serde(default)]
+    pub not_compared: Vec<String>,
     pub name: Option<Change<String>>,
     pub description: Option<Change<String>>,
     pub instruction_body: TextDiff,
@@ -45,11 +84,32 @@ pub struct Change<T> {
     pub new: T,
 }
 
+fn yes() -> bool {
+    true
+}
+
+/// How far the word diff of one text got within the budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TextDiffStatus {
+    /// Finished within the budget: a minimal word diff.
+    #[default]
+    Complete,
+    /// The deadline came during the comparison: exact, but coarser than minimal.
+    Coarse,
+    /// The budget was spent before this text was reached: `ops` is empty and the word
+    /// counts are 0; only the sizes and hashes tell the change.
+    NotCompared,
+}
+
 /// A word-level diff of two texts.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TextDiff {
     pub changed: bool,
+    /// `status` is not `complete`.
     pub timed_out: bool,
+    #[serde(default)]
+    pub status: TextDiffStatus,
     /// Consecutive tokens with the same op are merged into one.
     pub ops: Vec<WordOp>,
     /// Words (non-whitespace tokens) inserted / deleted.
@@ -131,18 +191,35 @@ pub struct DiffSummary {
     pub metadata_changes: usize,
     pub body_words_inserted: usize,
     pub body_words_deleted: usize,
+    /// Changed texts (body and components) the budget did not reach.
+    #[serde(default)]
+    pub texts_not_compared: usize,
 }
 
-/// Compares two revisions of a skill; `budget` bounds the time spent refining word diffs.
+/// Compares two revisions of a skill; `budget` bounds the time spent on word diffs, for the
+/// body and all components together.
 pub fn diff_revisions(
     old: &RevisionContent,
     new: &RevisionContent,
     budget: Duration,
 ) -> RevisionDiff {
-    let deadline = Instant::now() + budget;
-    let instruction_body = word_diff_until(&old.instruction_body, &new.instruction_body, deadline);
+    diff_revisions_with_clock(old, new, budget, &SystemClock)
+}
+
+/// [`diff_revisions`] reading the time from `clock`.
+pub fn diff_revisions_with_clock(
+    old: &RevisionContent,
+    new: &RevisionContent,
+    budget: Duration,
+    clock: &dyn Clock,
+) -> RevisionDiff {
+    let budget = Budget {
+        clock,
+        deadline: clock.now() + budget,
+    };
+    let instruction_body = word_diff_within(&old.instruction_body, &new.instruction_body, &budget);
     let metadata = diff_metadata(&old.metadata, &new.metadata);
-    let components = diff_components(&old.components, &new.components, deadline);
+    let components = diff_components(&old.components, &new.components, &budget);
     let change = |a: &String, b: &String| {
         (a != b).then(|| Change {
             old: a.clone(),
@@ -156,6 +233,18 @@ pub fn diff_revisions(
             .modified
             .iter()
             .any(|c| c.text_diff.as_ref().is_some_and(|d| d.timed_out));
+    let cut = |d: &TextDiff| d.status == TextDiffStatus::NotCompared;
+    let not_compared: Vec<String> = cut(&instruction_body)
+        .then(|| "instruction_body".to_string())
+        .into_iter()
+        .chain(
+            components
+                .modified
+                .iter()
+                .filter(|c| c.text_diff.as_ref().is_some_and(cut))
+                .map(|c| format!("components/{}", c.logical_path)),
+        )
+        .collect();
     let summary = DiffSummary {
         components_added: components.added.len(),
         components_removed: components.removed.len(),
@@ -164,6 +253,7 @@ pub fn diff_revisions(
         metadata_changes: metadata.len(),
         body_words_inserted: instruction_body.words_inserted,
         body_words_deleted: instruction_body.words_deleted,
+        texts_not_compared: not_compared.len(),
     };
     RevisionDiff {
         identical: name.is_none()
@@ -174,6 +264,8 @@ pub fn diff_revisions(
             && components.removed.is_empty()
             && components.modified.is_empty(),
         timed_out,
+        complete: not_compared.is_empty(),
+        not_compared,
         name,
         description,
         instruction_body,
@@ -185,14 +277,23 @@ pub fn diff_revisions(
 
 /// A word diff of two texts within `budget`.
 pub fn word_diff(old: &str, new: &str, budget: Duration) -> TextDiff {
-    word_diff_until(old, new, Instant::now() + budget)
+    let clock = SystemClock;
+    word_diff_within(
+        old,
+        new,
+        &Budget {
+            clock: &clock,
+            deadline: clock.now() + budget,
+        },
+    )
 }
 
-fn word_diff_until(old: &str, new: &str, deadline: Instant) -> TextDiff {
+fn word_diff_within(old: &str, new: &str, budget: &Budget<'_>) -> TextDiff {
     if old == new {
         return TextDiff {
             changed: false,
             timed_out: false,
+            status: TextDiffStatus::Complete,
             ops: if old.is_empty() {
                 Vec::new()
             } else {
@@ -205,10 +306,24 @@ fn word_diff_until(old: &str, new: &str, deadline: Instant) -> TextDiff {
             words_deleted: 0,
         };
     }
+    if budget.spent() {
+        return TextDiff {
+            changed: true,
+            timed_out: true,
+            status: TextDiffStatus::NotCompared,
+            ops: Vec::new(),
+            words_inserted: 0,
+            words_deleted: 0,
+        };
+    }
     let diff = TextDiffConfig::default()
-        .deadline(deadline)
+        .deadline(budget.deadline)
         .diff_words(old, new);
-    let timed_out = Instant::now() >= deadline;
+    let status = if budget.spent() {
+        TextDiffStatus::Coarse
+    } else {
+        TextDiffStatus::Complete
+    };
     let mut ops: Vec<WordOp> = Vec::new();
     let mut words_inserted = 0;
     let mut words_deleted = 0;
@@ -250,7 +365,8 @@ fn word_diff_until(old: &str, new: &str, deadline: Instant) -> TextDiff {
     }
     TextDiff {
         changed: true,
-        timed_out,
+        timed_out: status != TextDiffStatus::Complete,
+        status,
         ops,
         words_inserted,
         words_deleted,
@@ -271,7 +387,7 @@ fn summary(c: &ComponentInput) -> ComponentSummary {
 fn diff_components(
     old: &[ComponentInput],
     new: &[ComponentInput],
-    deadline: Instant,
+    budget: &Budget<'_>,
 ) -> ComponentsDiff {
     let old_by_path: BTreeMap<&[u8], &ComponentInput> =
         old.iter().map(|c| (c.logical_path.as_bytes(), c)).collect();
@@ -300,7 +416,7 @@ fn diff_components(
             std::str::from_utf8(&o.content),
             std::str::from_utf8(&n.content),
         ) {
-            (true, Ok(a), Ok(b)) => Some(word_diff_until(a, b, deadline)),
+            (true, Ok(a), Ok(b)) => Some(word_diff_within(a, b, budget)),
             _ => None,
         };
         out.modified.push(ComponentChange {

@@ -20,6 +20,12 @@ pub const METADATA_MAX_BYTES: usize = 16_384;
 pub const SEARCH_LIMIT_MIN: u32 = 1;
 pub const SEARCH_LIMIT_MAX: u32 = 50;
 pub const SEARCH_LIMIT_DEFAULT: u32 = 10;
+/// Page size (`limit`) of every REST listing: accepted range and default.
+pub const PAGE_LIMIT_MIN: u32 = 1;
+pub const PAGE_LIMIT_MAX: u32 = 100;
+pub const PAGE_LIMIT_DEFAULT: u32 = 50;
+/// Longest `cursor` accepted (the server's own cursors are far shorter).
+pub const CURSOR_MAX_CHARS: usize = 512;
 /// Level 0 query length bound (characters).
 pub const QUERY_MAX_CHARS: usize = 512;
 /// Workspace and account handles and client profile names are checked by

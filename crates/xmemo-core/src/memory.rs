@@ -5,7 +5,7 @@
 use crate::error::ValidationError;
 use crate::limits::*;
 use crate::model::MemoryKind;
-use crate::validate::{reject_nul, validate_slug};
+use crate::validate::{Lines, reject_controls, validate_slug};
 
 /// What a client asks to remember (or to become a memory's next version).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,7 +31,7 @@ pub fn validate_memory(m: &MemoryContent) -> Result<(), ValidationError> {
     if m.content.trim().is_empty() {
         return Err(ValidationError::invalid("content", "must not be empty"));
     }
-    reject_nul("content", &m.content)?;
+    reject_controls("content", &m.content, Lines::Many)?;
     if let Some(title) = &m.title {
         let chars = title.chars().count();
         if chars > MEMORY_TITLE_MAX_CHARS {
@@ -48,12 +48,7 @@ pub fn validate_memory(m: &MemoryContent) -> Result<(), ValidationError> {
                 "must not be empty when given",
             ));
         }
-        if title.chars().any(char::is_control) {
-            return Err(ValidationError::invalid(
-                "title",
-                "must not contain control characters",
-            ));
-        }
+        reject_controls("title", title, Lines::One)?;
     }
     if m.tags.len() > MEMORY_TAGS_MAX {
         return Err(ValidationError::too_many(
@@ -122,6 +117,8 @@ mod tests {
         assert!(validate_memory(&memory(&"é".repeat(8_193))).is_err());
         assert!(validate_memory(&memory("  \n")).is_err());
         assert!(validate_memory(&memory("a\0b")).is_err());
+        assert!(validate_memory(&memory("a\u{1b}[31mb")).is_err());
+        assert!(validate_memory(&memory("line one\nline two\ttab")).is_ok());
 
         let mut m = memory("x");
         m.title = Some("t".repeat(MEMORY_TITLE_MAX_CHARS));

@@ -44,19 +44,36 @@ pub fn validate_slug(field: &str, slug: &str) -> Result<(), ValidationError> {
     Ok(())
 }
 
+/// Display names (skills, workspaces, accounts): one line of text.
 pub fn validate_name(field: &str, name: &str) -> Result<(), ValidationError> {
-    check_text(field, name, NAME_MAX_CHARS)
+    check_text(field, name, NAME_MAX_CHARS, Lines::One)
 }
 
 pub fn validate_description(field: &str, description: &str) -> Result<(), ValidationError> {
-    check_text(field, description, DESCRIPTION_MAX_CHARS)
+    check_text(field, description, DESCRIPTION_MAX_CHARS, Lines::Many)
 }
 
-fn check_text(field: &str, value: &str, max_chars: usize) -> Result<(), ValidationError> {
+/// API key names, already trimmed: 1 to [`KEY_NAME_MAX_CHARS`] characters on one line.
+pub fn validate_key_name(field: &str, name: &str) -> Result<(), ValidationError> {
+    check_text(field, name, KEY_NAME_MAX_CHARS, Lines::One)
+}
+
+/// Review notes and archive/restore reasons, already trimmed and non-empty: at most
+/// [`NOTE_MAX_CHARS`] characters, line breaks allowed.
+pub fn validate_note(field: &str, note: &str) -> Result<(), ValidationError> {
+    check_text(field, note, NOTE_MAX_CHARS, Lines::Many)
+}
+
+fn check_text(
+    field: &str,
+    value: &str,
+    max_chars: usize,
+    lines: Lines,
+) -> Result<(), ValidationError> {
     if value.trim().is_empty() {
         return Err(ValidationError::invalid(field, "must not be empty"));
     }
-    reject_nul(field, value)?;
+    reject_controls(field, value, lines)?;
     let chars = value.chars().count();
     if chars > max_chars {
         return Err(ValidationError::too_many(
@@ -69,8 +86,98 @@ fn check_text(field: &str, value: &str, max_chars: usize) -> Result<(), Validati
     Ok(())
 }
 
-/// U+0000 is refused in every text field: PostgreSQL cannot store it in text columns, and
-/// both backends must accept exactly the same inputs.
+/// Which control characters (Unicode general category Cc: C0, DEL, C1) a text field may hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lines {
+    /// Names, key names, metadata keys: none at all.
+    One,
+    /// Bodies, descriptions, notes, metadata string values: tab, line feed and carriage
+    /// return only.
+    Many,
+}
+
+/// Control characters are refused in every text field. NUL because PostgreSQL cannot store
+/// it in text columns and both backends must accept exactly the same inputs; the rest
+/// (ESC, backspace, C1 CSI…) because they reach terminals, YAML and logs as instructions
+/// rather than text. Multi-line fields keep tab, LF and CR.
+pub fn reject_controls(field: &str, value: &str, lines: Lines) -> Result<(), ValidationError> {
+    let allowed = |c: char| lines == Lines::Many && matches!(c, '\t' | '\n' | '\r');
+    match value.chars().find(|c| c.is_control() && !allowed(*c)) {
+        None => Ok(()),
+        Some(c) => Err(ValidationError::invalid(
+            field,
+            format!(
+                "must not contain control character U+{:04X}{}",
+                c as u32,
+                match lines {
+                    Lines::One => " (no control characters at all, line breaks included)",
+                    Lines::Many => " (only tab, line feed and carriage return are allowed)",
+                }
+            ),
+        )),
+    }
+}
+
+/// Characters a logical path refuses besides control characters: invisible and
+/// bidirectional formatting marks, which make one path display as another (U+202E turns
+/// `gpj.exe` into something that reads like `exe.jpg`).
+pub fn is_invisible_or_bidi(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00AD}'                   // soft hyphen
+        | '\u{061C}'                 // Arabic letter mark
+        | '\u{180E}'                 // Mongolian vowel separator
+        | '\u{200B}'..='\u{200F}'     // zero-width space/non-joiner/joiner, LRM, RLM
+        | '\u{202A}'..='\u{202E}'     // bidi embeddings and overrides
+        | '\u{2060}'..='\u{2064}'     // word joiner, invisible operators
+        | '\u{2066}'..='\u{2069}'     // bidi isolates
+        | '\u{FEFF}' // zero-width no-break space (BOM)
+    )
+}
+
+/// The metadata object: keys follow the one-line rule and string values the multi-line
+/// rule, at every depth. Fields are named `metadata.<key>[<index>]…`.
+pub fn validate_metadata_text(
+    metadata: &serde_json::Map<String, serde_json::Value>,
+) -> Result<(), ValidationError> {
+    use serde_json::Value;
+    // An explicit stack: YAML frontmatter can nest deeper than a recursion would like.
+    let mut stack: Vec<(String, &Value)> = Vec::new();
+    push_members("metadata", metadata, &mut stack)?;
+    while let Some((path, value)) = stack.pop() {
+        match value {
+            Value::String(text) => reject_controls(&path, text, Lines::Many)?,
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    stack.push((format!("{path}[{i}]"), item));
+                }
+            }
+            Value::Object(map) => push_members(&path, map, &mut stack)?,
+            Value::Null | Value::Bool(_) | Value::Number(_) => {}
+        }
+    }
+    Ok(())
+}
+
+/// Checks the keys of one metadata object (the error names the object: the key itself may
+/// be unprintable) and queues its values.
+fn push_members<'a>(
+    path: &str,
+    map: &'a serde_json::Map<String, serde_json::Value>,
+    stack: &mut Vec<(String, &'a serde_json::Value)>,
+) -> Result<(), ValidationError> {
+    for (key, value) in map {
+        reject_controls(path, key, Lines::One).map_err(|e| ValidationError {
+            message: format!("a key {}", e.message),
+            ..e
+        })?;
+        stack.push((format!("{path}.{key}"), value));
+    }
+    Ok(())
+}
+
+/// U+0000 alone (fields whose other characters are someone else's rule); prefer
+/// [`reject_controls`].
 pub fn reject_nul(field: &str, value: &str) -> Result<(), ValidationError> {
     if value.contains('\0') {
         return Err(ValidationError::invalid(
@@ -81,8 +188,8 @@ pub fn reject_nul(field: &str, value: &str) -> Result<(), ValidationError> {
     Ok(())
 }
 
-/// Relative POSIX path: no leading `/`, no empty, `.` or `..` segment, no backslash or control
-/// character, at most 255 bytes.
+/// Relative POSIX path: no leading `/`, no empty, `.` or `..` segment, no backslash, control
+/// character or invisible/bidirectional mark ([`is_invisible_or_bidi`]), at most 255 bytes.
 pub fn validate_logical_path(field: &str, path: &str) -> Result<(), ValidationError> {
     if path.is_empty() {
         return Err(ValidationError::invalid(field, "must not be empty"));
@@ -105,6 +212,15 @@ pub fn validate_logical_path(field: &str, path: &str) -> Result<(), ValidationEr
         return Err(ValidationError::invalid(
             field,
             "must not contain backslashes or control characters",
+        ));
+    }
+    if let Some(c) = path.chars().find(|c| is_invisible_or_bidi(*c)) {
+        return Err(ValidationError::invalid(
+            field,
+            format!(
+                "must not contain invisible or bidirectional formatting character U+{:04X} (it makes one path display as another)",
+                c as u32
+            ),
         ));
     }
     for segment in path.split('/') {
@@ -152,7 +268,7 @@ pub fn validate_content(content: &RevisionContent) -> Result<(), ValidationError
             "must not be empty",
         ));
     }
-    reject_nul("instruction_body", &content.instruction_body)?;
+    reject_controls("instruction_body", &content.instruction_body, Lines::Many)?;
     if content.instruction_body.len() > INSTRUCTION_BODY_MAX_BYTES {
         return Err(ValidationError::too_large(
             "instruction_body",
@@ -179,6 +295,7 @@ pub fn validate_content(content: &RevisionContent) -> Result<(), ValidationError
             metadata_bytes as u64,
         ));
     }
+    validate_metadata_text(&content.metadata)?;
     let mut seen: HashMap<String, usize> = HashMap::new();
     for (i, component) in content.components.iter().enumerate() {
         let path_field = format!("components[{i}].logical_path");
@@ -208,6 +325,7 @@ mod tests {
     use super::*;
     use crate::error::ErrorCode;
     use crate::model::{ComponentInput, ComponentType};
+    use serde_json::json;
 
     fn content() -> RevisionContent {
         RevisionContent {
@@ -366,6 +484,117 @@ mod tests {
         let mut c = content();
         c.metadata.insert("name".into(), "x".into());
         assert_eq!(validate_content(&c).unwrap_err().field, "metadata.name");
+    }
+
+    fn field_of(c: &RevisionContent) -> String {
+        validate_content(c).unwrap_err().field
+    }
+
+    #[test]
+    fn metadata_refuses_control_characters_at_every_depth() {
+        let with = |metadata: serde_json::Value| {
+            let mut c = content();
+            c.metadata = metadata.as_object().unwrap().clone();
+            c
+        };
+        let refused = [
+            (json!({"k": "a\u{0}b"}), "metadata.k"),
+            (json!({"a\u{0}b": "v"}), "metadata"),
+            (json!({"k": "\u{1b}[31mred"}), "metadata.k"),
+            (json!({"k": "c1 \u{9b}"}), "metadata.k"),
+            (
+                json!({"metadata": {"team": ["ok", "x\u{0}"]}}),
+                "metadata.metadata.team[1]",
+            ),
+            (json!({"metadata": {"bad\nkey": 1}}), "metadata.metadata"),
+            (
+                json!({"list": [{"deep": {"deeper": "\u{7f}"}}]}),
+                "metadata.list[0].deep.deeper",
+            ),
+        ];
+        for (metadata, field) in refused {
+            let c = with(metadata.clone());
+            let err = validate_content(&c).unwrap_err();
+            assert_eq!(err.field, field, "{metadata}");
+            assert_eq!(err.code, ErrorCode::ValidationError);
+            assert!(
+                err.message.contains("control character U+"),
+                "{}",
+                err.message
+            );
+        }
+        // Line breaks and tabs are text in values; numbers, booleans and nulls are not text.
+        let ok = with(json!({
+            "k": "line one\nline two\r\n\tindented",
+            "n": 1, "b": true, "z": null, "nested": {"é": ["ü", 2]}
+        }));
+        assert!(validate_content(&ok).is_ok());
+    }
+
+    #[test]
+    fn text_fields_refuse_control_characters() {
+        let mut c = content();
+        c.name = "two\nlines".into();
+        assert_eq!(field_of(&c), "name");
+        c.name = "tab\there".into();
+        assert_eq!(field_of(&c), "name");
+
+        let mut c = content();
+        c.description = "Folded YAML ends with a line break\n".into();
+        assert!(validate_content(&c).is_ok());
+        c.description = "bell\u{7}".into();
+        assert_eq!(field_of(&c), "description");
+
+        let mut c = content();
+        c.instruction_body = "# Steps\r\n\t1. run\n".into();
+        assert!(validate_content(&c).is_ok());
+        c.instruction_body = "clear the screen \u{1b}[2J".into();
+        let err = validate_content(&c).unwrap_err();
+        assert_eq!(err.field, "instruction_body");
+        assert!(err.message.contains("U+001B"), "{}", err.message);
+
+        assert!(validate_key_name("name", "laptop key").is_ok());
+        assert_eq!(
+            validate_key_name("name", "a\u{0}").unwrap_err().field,
+            "name"
+        );
+        assert_eq!(
+            validate_key_name("name", &"k".repeat(KEY_NAME_MAX_CHARS + 1))
+                .unwrap_err()
+                .field,
+            "name"
+        );
+        assert!(validate_note("note", "looks good\nship it").is_ok());
+        assert_eq!(validate_note("note", "x\u{0}").unwrap_err().field, "note");
+        assert_eq!(
+            validate_note("reason", &"n".repeat(NOTE_MAX_CHARS + 1))
+                .unwrap_err()
+                .field,
+            "reason"
+        );
+    }
+
+    #[test]
+    fn logical_paths_refuse_invisible_and_bidi_marks() {
+        for ok in ["références/é.md", "docs/日本語.md", "emoji-😀.txt"] {
+            assert!(validate_logical_path("p", ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "scripts/gpj\u{202E}exe.sh",
+            "a\u{200B}b",
+            "\u{FEFF}x",
+            "x\u{2066}y",
+            "soft\u{AD}hyphen",
+            "rlm\u{200F}",
+            "word\u{2060}joiner",
+        ] {
+            let err = validate_logical_path("p", bad).unwrap_err();
+            assert!(
+                err.message.contains("bidirectional"),
+                "{bad:?}: {}",
+                err.message
+            );
+        }
     }
 
     #[test]

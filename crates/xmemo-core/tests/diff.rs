@@ -2,8 +2,12 @@
 //! metadata by key, and the deadline that keeps large inputs from hanging a request.
 
 use serde_json::json;
+use std::cell::Cell;
 use std::time::{Duration, Instant};
-use xmemo_core::diff::{MetadataChangeKind, TextDiff, WordOpKind, diff_revisions, word_diff};
+use xmemo_core::diff::{
+    Clock, MetadataChangeKind, TextDiff, TextDiffStatus, WordOpKind, diff_revisions,
+    diff_revisions_with_clock, word_diff,
+};
 use xmemo_core::{ComponentInput, ComponentType, RevisionContent};
 
 const BUDGET: Duration = Duration::from_secs(2);
@@ -220,6 +224,9 @@ fn json_shape() {
     assert_eq!(v["components"]["unchanged"][0]["type"], "document");
     assert_eq!(v["identical"], false);
     assert_eq!(v["timed_out"], false);
+    assert_eq!(v["complete"], true);
+    assert_eq!(v["not_compared"], json!([]));
+    assert_eq!(v["instruction_body"]["status"], "complete");
     // and back
     let back: xmemo_core::diff::RevisionDiff = serde_json::from_value(v).unwrap();
     assert_eq!(back, d);
@@ -300,4 +307,193 @@ fn small_edits_in_large_texts_stay_precise() {
     assert_eq!(d.words_inserted, 1);
     assert_eq!(d.words_deleted, 0);
     assert_eq!(d.ops.len(), 3);
+}
+
+/// A clock that moves `step` further on every reading, so a budget runs out after a known
+/// number of deadline checks whatever the machine's speed.
+struct SteppingClock {
+    now: Cell<Instant>,
+    step: Duration,
+}
+
+impl Clock for SteppingClock {
+    fn now(&self) -> Instant {
+        let t = self.now.get();
+        self.now.set(t + self.step);
+        t
+    }
+}
+
+/// base() with the body and two text components changed, and one binary component.
+fn three_text_changes() -> RevisionContent {
+    let mut new = base();
+    new.instruction_body = "Run the lint script, then deploy to production.\n".into();
+    for c in &mut new.components {
+        match c.logical_path.as_str() {
+            "references/a.md" => c.content = b"alpha BETA gamma\n".to_vec(),
+            "scripts/check.py" => c.content = b"print('fine')\n".to_vec(),
+            "assets/logo.png" => c.content = vec![0x89, 0xff, 0x00, 0x02],
+            _ => {}
+        }
+    }
+    new
+}
+
+#[test]
+fn one_deadline_covers_the_body_and_every_component() {
+    // Readings: start t0 (deadline t0 + 2.5 s), before the body t0+1 s, after it t0+2 s,
+    // before the first component t0+3 s — spent. So the body is compared, and no component.
+    let clock = SteppingClock {
+        now: Cell::new(Instant::now()),
+        step: Duration::from_secs(1),
+    };
+    let new = three_text_changes();
+    let d = diff_revisions_with_clock(&base(), &new, Duration::from_millis(2500), &clock);
+
+    assert_eq!(d.instruction_body.status, TextDiffStatus::Complete);
+    let (old_body, new_body) = rebuild(&d.instruction_body);
+    assert_eq!(
+        (old_body, new_body),
+        (base().instruction_body, new.instruction_body)
+    );
+
+    let by_path = |p: &str| {
+        d.components
+            .modified
+            .iter()
+            .find(|c| c.logical_path == p)
+            .unwrap()
+    };
+    for path in ["references/a.md", "scripts/check.py"] {
+        let td = by_path(path).text_diff.as_ref().unwrap();
+        assert_eq!(td.status, TextDiffStatus::NotCompared, "{path}");
+        assert!(td.changed && td.timed_out && td.ops.is_empty(), "{path}");
+        assert_eq!((td.words_inserted, td.words_deleted), (0, 0));
+    }
+    // A binary change needs no word diff and is reported whatever the budget.
+    let logo = by_path("assets/logo.png");
+    assert!(logo.content_changed && logo.text_diff.is_none());
+    assert_ne!(logo.old.content_hash, logo.new.content_hash);
+
+    assert!(!d.complete);
+    assert!(d.timed_out);
+    assert_eq!(
+        d.not_compared,
+        ["components/references/a.md", "components/scripts/check.py"]
+    );
+    assert_eq!(d.summary.texts_not_compared, 2);
+    assert_eq!(d.summary.components_modified, 3);
+    assert_eq!(d.summary.components_unchanged, 2);
+}
+
+#[test]
+fn a_spent_budget_compares_no_text_and_says_so() {
+    let new = three_text_changes();
+    let d = diff_revisions(&base(), &new, Duration::ZERO);
+    let v = serde_json::to_value(&d).unwrap();
+    assert_eq!(v["complete"], false);
+    assert_eq!(v["timed_out"], true);
+    assert_eq!(
+        v["not_compared"],
+        json!([
+            "instruction_body",
+            "components/references/a.md",
+            "components/scripts/check.py"
+        ])
+    );
+    assert_eq!(v["instruction_body"]["status"], "not_compared");
+    assert_eq!(v["instruction_body"]["ops"], json!([]));
+    assert_eq!(v["summary"]["texts_not_compared"], 3);
+    // What needs no word diff is still all there: classes, hashes, metadata, names.
+    assert_eq!(d.components.modified.len(), 3);
+    assert_eq!(d.components.unchanged.len(), 2);
+    assert!(!d.identical);
+    // An unchanged body costs no budget and is not reported as cut.
+    let mut same_body = new.clone();
+    same_body.instruction_body = base().instruction_body;
+    let d = diff_revisions(&base(), &same_body, Duration::ZERO);
+    assert_eq!(d.instruction_body.status, TextDiffStatus::Complete);
+    assert!(!d.instruction_body.changed);
+    assert_eq!(d.not_compared.len(), 2);
+}
+
+/// Space-separated single letters from a tiny alphabet: every token occurs on both sides,
+/// so nothing short-cuts the Myers search and its cost grows with the square of the size.
+fn dense_tokens(bytes: usize, seed: u64) -> String {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut s = String::with_capacity(bytes);
+    while s.len() + 2 <= bytes {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        s.push((b'a' + (x % 4) as u8) as char);
+        s.push(' ');
+    }
+    s
+}
+
+#[test]
+fn the_real_budget_bounds_the_largest_possible_diff() {
+    // The largest revision SPEC §1 allows on both sides, all texts unrelated: far more work
+    // than any machine finishes in the default budget. The result must stop comparing
+    // (complete: false) instead of running on, with at most the one text under way at the
+    // deadline finished coarser, and what was compared still exact.
+    use xmemo_core::limits::{COMPONENT_MAX_BYTES, INSTRUCTION_BODY_MAX_BYTES, MAX_COMPONENTS};
+    let revision = |seed: u64| RevisionContent {
+        name: "Big".into(),
+        description: "Largest allowed".into(),
+        instruction_body: dense_tokens(INSTRUCTION_BODY_MAX_BYTES, seed),
+        metadata: Default::default(),
+        components: (0..MAX_COMPONENTS as u64)
+            .map(|i| {
+                component(
+                    &format!("references/{i:02}.md"),
+                    ComponentType::Reference,
+                    dense_tokens(COMPONENT_MAX_BYTES, seed * 1000 + i).as_bytes(),
+                )
+            })
+            .collect(),
+    };
+    let (old, new) = (revision(1), revision(2));
+    let d = diff_revisions(&old, &new, xmemo_core::diff::DEFAULT_DIFF_BUDGET);
+    assert!(d.timed_out);
+    assert!(!d.complete, "51 quadratic word diffs cannot all fit in 2 s");
+    assert!(!d.not_compared.is_empty());
+
+    let texts: Vec<(&TextDiff, &str, &str)> = std::iter::once((
+        &d.instruction_body,
+        old.instruction_body.as_str(),
+        new.instruction_body.as_str(),
+    ))
+    .chain(d.components.modified.iter().enumerate().map(|(i, c)| {
+        (
+            c.text_diff.as_ref().unwrap(),
+            std::str::from_utf8(&old.components[i].content).unwrap(),
+            std::str::from_utf8(&new.components[i].content).unwrap(),
+        )
+    }))
+    .collect();
+    assert_eq!(texts.len(), 1 + MAX_COMPONENTS);
+    // In comparison order: finished texts, at most one coarse, then only cut ones.
+    let statuses: Vec<TextDiffStatus> = texts.iter().map(|t| t.0.status).collect();
+    let first_cut = statuses
+        .iter()
+        .position(|s| *s == TextDiffStatus::NotCompared)
+        .unwrap();
+    assert!(
+        statuses[first_cut..]
+            .iter()
+            .all(|s| *s == TextDiffStatus::NotCompared),
+        "{statuses:?}"
+    );
+    let coarse = statuses[..first_cut]
+        .iter()
+        .filter(|s| **s == TextDiffStatus::Coarse)
+        .count();
+    assert!(coarse <= 1, "{statuses:?}");
+    assert_eq!(d.not_compared.len(), statuses.len() - first_cut);
+    for (td, o, n) in &texts[..first_cut] {
+        let (ro, rn) = rebuild(td);
+        assert_eq!((ro.as_str(), rn.as_str()), (*o, *n));
+    }
 }

@@ -1,5 +1,6 @@
 //! Regression corpus of hostile archives and SKILL.md files, generated here: each case gets
-//! its own specific error (kind, code, and the path or limit it names).
+//! its own specific error (kind, code, and the path or limit it names). The archives are
+//! also the hostile seeds of the fuzz targets (`scripts/fuzz-seeds`).
 
 mod common;
 
@@ -12,6 +13,8 @@ use xmemo_core::package::{
 use zip::CompressionMethod;
 
 fn refused(zip: &[u8]) -> PackageError {
+    // Every hostile fixture is also a fuzz seed (`scripts/fuzz-seeds`).
+    seed_archive(zip);
     match read_zip(zip, &ArchiveLimits::default()) {
         Ok(p) => panic!("accepted a hostile archive: {:?}", p.content.name),
         Err(e) => e,
@@ -479,16 +482,18 @@ fn reserved_component_name() {
 
 #[test]
 fn folder_listings_get_the_same_rules() {
-    let e = read_files(vec![
+    let traversal = vec![
         PackageFile::new("SKILL.md", SKILL_MD),
         PackageFile::new("../x", "y"),
-    ])
-    .unwrap_err();
+    ];
+    seed_files(&traversal);
+    let e = read_files(traversal).unwrap_err();
     assert_kind(&e, "unsafe_path", "../x");
-    let e = read_files(vec![
+    let secret = vec![
         PackageFile::new("SKILL.md", SKILL_MD),
         PackageFile::new(".env", "y"),
-    ])
-    .unwrap_err();
+    ];
+    seed_files(&secret);
+    let e = read_files(secret).unwrap_err();
     assert_eq!(e.kind(), "sensitive_files");
 }

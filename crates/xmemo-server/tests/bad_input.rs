@@ -293,3 +293,145 @@ async fn credentials_are_checked_and_never_echoed() {
         assert_eq!(r.status().as_u16(), 200, "{path}");
     }
 }
+
+/// Control characters (NUL first: PostgreSQL cannot store it, so the backends would
+/// disagree) are refused in every text field with the field named, invisible and bidi marks
+/// in logical paths, and keys that would be dead on arrival — all before anything is written.
+#[tokio::test]
+async fn control_characters_bidi_paths_and_dead_keys_are_refused_by_field() {
+    let s = TestServer::start().await;
+    let k = &s.admin_key;
+    s.save(k, skill("base", "x")).await.expect_ok();
+    let before = s.counts().await;
+
+    let field_of = |r: &common::Reply| {
+        r.expect_error(422, "VALIDATION_ERROR")["details"]["field"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    let with = |patch: serde_json::Value| {
+        let mut b = skill("ctl", "x");
+        for (key, value) in patch.as_object().unwrap() {
+            b[key] = value.clone();
+        }
+        b
+    };
+    let refused = [
+        (json!({"metadata": {"k": "a\u{0}b"}}), "metadata.k"),
+        (json!({"metadata": {"a\u{0}b": "v"}}), "metadata"),
+        (
+            json!({"metadata": {"metadata": {"tags": ["ok", "\u{1b}[2J"]}}}),
+            "metadata.metadata.tags[1]",
+        ),
+        (json!({"name": "two\nlines"}), "name"),
+        (json!({"description": "bell\u{7}"}), "description"),
+        (
+            json!({"instruction_body": "esc \u{1b}[31m"}),
+            "instruction_body",
+        ),
+        (
+            json!({"components": [{"logical_path": "scripts/gpj\u{202E}exe.sh", "type": "script", "content": "x"}]}),
+            "components[0].logical_path",
+        ),
+        (
+            json!({"components": [{"logical_path": "a\u{200B}b.md", "type": "document", "content": "x"}]}),
+            "components[0].logical_path",
+        ),
+        (
+            json!({"components": [{"logical_path": "\u{FEFF}x.md", "type": "document", "content": "x"}]}),
+            "components[0].logical_path",
+        ),
+    ];
+    for (patch, field) in refused {
+        let r = s.save(k, with(patch.clone())).await;
+        assert_eq!(field_of(&r), field, "{patch}");
+    }
+    // An upload takes the same path: a YAML "\0" escape in the frontmatter.
+    let md = "---\nname: ctl\ndescription: d\nlicense: \"MIT\\0\"\n---\nbody\n";
+    let r = common::Reply::from(
+        s.http
+            .post(format!("{}/api/v1/imports", s.url))
+            .bearer_auth(k)
+            .header("content-type", "text/markdown")
+            .body(md)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(field_of(&r), "metadata.license", "{}", r.body);
+
+    let rev =
+        s.get("/api/v1/skills/base/revisions", k).await.expect_ok()["revisions"][0]["revision_id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+    let r = s
+        .post(
+            &format!("/api/v1/skills/base/revisions/{rev}/publish"),
+            k,
+            json!({"note": "fine\u{0}"}),
+        )
+        .await;
+    assert_eq!(field_of(&r), "note");
+    let r = s
+        .post(
+            "/api/v1/skills/base/archive",
+            k,
+            json!({"reason": "\u{1b}c"}),
+        )
+        .await;
+    assert_eq!(field_of(&r), "reason");
+    let r = s
+        .post(
+            "/api/v1/workspaces",
+            k,
+            json!({"handle": "ops", "name": "o\u{0}ps"}),
+        )
+        .await;
+    assert_eq!(field_of(&r), "name");
+    let r = s
+        .post("/api/v1/keys", k, json!({"name": "lap\u{0}top"}))
+        .await;
+    assert_eq!(field_of(&r), "name");
+    // A key that expired before it was made could never authenticate.
+    for past in ["2000-01-01T00:00:00Z", "2020-06-01T12:00:00+02:00"] {
+        let r = s
+            .post(
+                "/api/v1/keys",
+                k,
+                json!({"name": "old", "expires_at": past}),
+            )
+            .await;
+        assert_eq!(field_of(&r), "expires_at", "{past}");
+    }
+    // Not stored, but PostgreSQL would refuse it where SQLite finds nothing.
+    let r = s
+        .post("/api/v1/recall", k, json!({"query": "de\u{0}ploy"}))
+        .await;
+    assert_eq!(field_of(&r), "query");
+    assert_eq!(
+        before,
+        s.counts().await,
+        "no refused request wrote anything"
+    );
+
+    // What text may hold is still accepted: line breaks and tabs in multi-line fields,
+    // non-ASCII paths, a key that expires in the future.
+    let ok = with(json!({
+        "description": "Folded\n",
+        "instruction_body": "# Steps\r\n\t1. run\n",
+        "metadata": {"notes": "one\ntwo\tthree"},
+        "components": [{"logical_path": "références/é.md", "type": "reference", "content": "x"}],
+    }));
+    assert_eq!(s.save(k, ok).await.status.as_u16(), 201);
+    let r = s
+        .post(
+            "/api/v1/keys",
+            k,
+            json!({"name": "later", "expires_at": "2999-01-01T00:00:00Z"}),
+        )
+        .await;
+    assert_eq!(r.status.as_u16(), 201, "{}", r.body);
+}

@@ -117,7 +117,27 @@ fn openapi_expectations() -> Vec<Expect> {
         ("/components/schemas/LogicalPath", logical_path()),
         ("/components/parameters/ResourcePath/schema", logical_path()),
         ("/components/parameters/Query/schema", text(QUERY_MAX_CHARS)),
-        ("/components/parameters/Limit/schema", search_limit()),
+        // `GET /skills?limit=`: a page size without `query`, a result count with it (the
+        // service refuses more than SEARCH_LIMIT_MAX then, which the description says).
+        (
+            "/components/parameters/SkillsLimit/schema",
+            vec![
+                ("minimum", json!(PAGE_LIMIT_MIN)),
+                ("maximum", json!(PAGE_LIMIT_MAX)),
+            ],
+        ),
+        (
+            "/components/parameters/PageLimit/schema",
+            vec![
+                ("minimum", json!(PAGE_LIMIT_MIN)),
+                ("maximum", json!(PAGE_LIMIT_MAX)),
+                ("default", json!(PAGE_LIMIT_DEFAULT)),
+            ],
+        ),
+        (
+            "/components/parameters/Cursor/schema",
+            text(CURSOR_MAX_CHARS),
+        ),
         (
             "/components/parameters/AgentId/schema",
             text(ATTRIBUTION_MAX_CHARS),
@@ -356,6 +376,18 @@ fn openapi() -> Value {
 #[test]
 fn openapi_limits_are_the_core_limits() {
     let doc = openapi();
+    let skills_limit = doc
+        .pointer("/components/parameters/SkillsLimit/description")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    assert!(
+        skills_limit.contains(&format!(
+            "{SEARCH_LIMIT_MIN}–{SEARCH_LIMIT_MAX} (default {SEARCH_LIMIT_DEFAULT}"
+        )) && skills_limit.contains(&format!(
+            "{PAGE_LIMIT_MIN}–{PAGE_LIMIT_MAX} (default {PAGE_LIMIT_DEFAULT})"
+        )),
+        "GET /skills `limit` states both ranges: {skills_limit}"
+    );
     let problems = check(
         "openapi.json",
         &doc,

@@ -1136,6 +1136,9 @@ async fn diff_between_revisions() {
     let d = &body["diff"];
     assert_eq!(d["identical"], false);
     assert_eq!(d["timed_out"], false);
+    assert_eq!(d["complete"], true);
+    assert_eq!(d["not_compared"], serde_json::json!([]));
+    assert_eq!(d["instruction_body"]["status"], "complete");
     let ops: Vec<(String, String)> = d["instruction_body"]["ops"]
         .as_array()
         .unwrap()

@@ -266,16 +266,39 @@ async fn writes_record_attribution_and_a_verifiable_audit_chain() {
     s.get("/api/v1/me", &secret)
         .await
         .expect_error(401, "AUTH_REQUIRED");
-    // An expired key stops working.
-    let expired = s
-        .post(
-            "/api/v1/keys",
-            &s.admin_key,
-            json!({"name": "old", "expires_at": "2020-01-01T00:00:00Z"}),
+    // A key cannot be made already expired…
+    s.post(
+        "/api/v1/keys",
+        &s.admin_key,
+        json!({"name": "old", "expires_at": "2020-01-01T00:00:00Z"}),
+    )
+    .await
+    .expect_error(422, "VALIDATION_ERROR");
+    // …and one whose expiry has passed (written straight to the store, as time would) stops
+    // working.
+    let admin = s
+        .store
+        .find_account_by_handle("admin")
+        .await
+        .unwrap()
+        .unwrap();
+    let generated = xmemo_server::auth::generate_key();
+    s.store
+        .create_api_key(
+            xmemo_store::NewApiKey {
+                account_id: admin.account_id,
+                name: "old".into(),
+                prefix: generated.prefix,
+                key_hash: generated.hash,
+                scopes: vec!["memory:read".into()],
+                profile: "ordinary-full".into(),
+                expires_at: Some("2020-01-01T00:00:00.000Z".into()),
+            },
+            xmemo_store::AuditDraft::new("key.create", &xmemo_store::Attribution::default()),
         )
-        .await;
-    let old = expired.body["key"]["key"].as_str().unwrap().to_string();
-    s.get("/api/v1/me", &old)
+        .await
+        .unwrap();
+    s.get("/api/v1/me", &generated.secret)
         .await
         .expect_error(401, "AUTH_REQUIRED");
     // A read-only key cannot mint a write key.

@@ -47,6 +47,11 @@ pub trait Store: Send + Sync + 'static {
         account_id: &str,
         audit: AuditDraft,
     ) -> StoreResult<AccountDeletion>;
+    // Listings come whole (for operators and internal checks) and as keyset pages (for
+    // clients: every list a client can ask for is paged).
+    /// One page of accounts in `(created_at, account_id)` order.
+    async fn list_accounts_page(&self, page: &KeysetPage<CreationKey>)
+    -> StoreResult<Vec<Account>>;
     async fn count_accounts(&self) -> StoreResult<u64>;
 
     async fn create_team(&self, new: NewTeam, audit: AuditDraft) -> StoreResult<Workspace>;
@@ -54,7 +59,20 @@ pub trait Store: Send + Sync + 'static {
     async fn find_team_by_handle(&self, handle: &str) -> StoreResult<Option<Workspace>>;
     /// Every workspace the account belongs to, with its role there.
     async fn memberships(&self, account_id: &str) -> StoreResult<Vec<Membership>>;
+    /// One page of the account's workspaces in `(kind, handle, workspace_id)` order
+    /// (personal first).
+    async fn memberships_page(
+        &self,
+        account_id: &str,
+        page: &KeysetPage<WorkspaceKey>,
+    ) -> StoreResult<Vec<Membership>>;
     async fn list_members(&self, workspace_id: &str) -> StoreResult<Vec<Member>>;
+    /// One page of members in handle order.
+    async fn list_members_page(
+        &self,
+        workspace_id: &str,
+        page: &KeysetPage<String>,
+    ) -> StoreResult<Vec<Member>>;
     /// Changes the role of an existing member (`NotFound` when the account is not one; an
     /// account becomes a member only by accepting an invitation). Refused with `Conflict`
     /// when it would leave the workspace without an owner, checked under a lock on the
@@ -115,6 +133,12 @@ pub trait Store: Send + Sync + 'static {
     async fn create_api_key(&self, new: NewApiKey, audit: AuditDraft) -> StoreResult<ApiKey>;
     async fn find_api_key_by_hash(&self, key_hash: &str) -> StoreResult<Option<ApiKey>>;
     async fn list_api_keys(&self, account_id: &str) -> StoreResult<Vec<ApiKey>>;
+    /// One page of the account's keys in `(created_at, key_id)` order.
+    async fn list_api_keys_page(
+        &self,
+        account_id: &str,
+        page: &KeysetPage<CreationKey>,
+    ) -> StoreResult<Vec<ApiKey>>;
     /// Marks the key revoked; false when the account has no such live key.
     async fn revoke_api_key(
         &self,
@@ -132,6 +156,12 @@ pub trait Store: Send + Sync + 'static {
         slug: &str,
     ) -> StoreResult<Vec<Skill>>;
     async fn list_skills(&self, workspace_ids: &[String]) -> StoreResult<Vec<Skill>>;
+    /// One page of the workspaces' skills (every status) in `(slug, workspace_id)` order.
+    async fn list_skills_page(
+        &self,
+        workspace_ids: &[String],
+        page: &KeysetPage<SlugKey>,
+    ) -> StoreResult<Vec<Skill>>;
     /// One page of served skills with their published revisions, in a bounded number of
     /// statements whatever the page size.
     async fn served_skills(&self, page: &ServedPage) -> StoreResult<Vec<ServedSkill>>;
@@ -150,6 +180,12 @@ pub trait Store: Send + Sync + 'static {
     async fn latest_revision(&self, skill_id: &str) -> StoreResult<Option<Revision>>;
     async fn published_revision(&self, skill_id: &str) -> StoreResult<Option<Revision>>;
     async fn list_revisions(&self, skill_id: &str) -> StoreResult<Vec<Revision>>;
+    /// One page of the skill's revisions (with their components) by revision number.
+    async fn list_revisions_page(
+        &self,
+        skill_id: &str,
+        page: &KeysetPage<i64>,
+    ) -> StoreResult<Vec<Revision>>;
     async fn component_bytes(
         &self,
         revision_id: &str,

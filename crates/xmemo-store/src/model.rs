@@ -223,7 +223,39 @@ pub struct StatusChange {
     pub audit: AuditDraft,
 }
 
-/// Where a page of served skills starts: after this `(workspace_id, slug)`.
+/// One page of a listing in keyset order: the rows strictly after `after` (the sort key of
+/// the previous page's last row; `None` for the first page), at most `limit` of them. A
+/// caller that asks one more than it shows learns whether another page follows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeysetPage<K> {
+    pub after: Option<K>,
+    pub limit: u32,
+}
+
+/// Sort key of listings ordered by creation: `(created_at, id)`, the id breaking ties.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CreationKey {
+    pub created_at: String,
+    pub id: String,
+}
+
+/// Sort key of the skill list: `(slug, workspace_id)`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SlugKey {
+    pub slug: String,
+    pub workspace_id: String,
+}
+
+/// Sort key of an account's workspaces: personal first, then teams by handle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkspaceKey {
+    pub kind: xmemo_core::WorkspaceKind,
+    pub handle: String,
+    pub workspace_id: String,
+}
+
+/// Where a page of served skills starts: after this `(workspace_id, slug)`. The skill list
+/// pages by the same key in `(slug, workspace_id)` order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SkillKey {
     pub workspace_id: String,

@@ -181,6 +181,8 @@ conformance!(
     decline_and_revoke_close_an_invitation_once,
     teams_keep_an_owner,
     concurrent_owner_removals_keep_one,
+    every_listing_pages_by_keyset,
+    a_skill_page_holds_no_repeats_when_rows_arrive_meanwhile,
 );
 
 // ---------------------------------------------------------------------------------------------
@@ -1914,6 +1916,246 @@ mod cases {
         assert_eq!(read.source, None);
         let json = serde_json::to_value(&read).unwrap();
         assert!(json.get("source").is_none(), "{json}");
+    }
+
+    /// Pages through a listing `$limit` rows at a time, each page starting after the sort key
+    /// of the previous page's last row; returns the pages.
+    macro_rules! pages {
+        ($limit:expr, |$page:ident| $fetch:expr, |$last:ident| $key:expr) => {{
+            let mut pages = Vec::new();
+            let mut after = None;
+            loop {
+                let $page = KeysetPage {
+                    after: after.clone(),
+                    limit: $limit,
+                };
+                let rows = $fetch.await.unwrap();
+                assert!(
+                    rows.len() <= $limit as usize,
+                    "a page holds at most `limit` rows"
+                );
+                let Some($last) = rows.last() else { break };
+                after = Some($key);
+                let full = rows.len() == $limit as usize;
+                pages.push(rows);
+                if !full {
+                    break;
+                }
+            }
+            pages
+        }};
+    }
+
+    fn sizes<T>(pages: &[Vec<T>]) -> Vec<usize> {
+        pages.iter().map(Vec::len).collect()
+    }
+
+    pub async fn every_listing_pages_by_keyset(db: &TestDb) {
+        let store = db.store();
+        let mut people = Vec::new();
+        for handle in ["erin", "alice", "dave", "bob", "carol"] {
+            people.push(account(&store, handle).await);
+        }
+        let alice = people[1].clone();
+        let who = actor(&alice.account_id);
+
+        // Accounts, in creation order: the same rows as the whole listing, in order.
+        let pages = pages!(2, |page| store.list_accounts_page(&page), |last| {
+            CreationKey {
+                created_at: last.created_at.clone(),
+                id: last.account_id.clone(),
+            }
+        });
+        assert_eq!(sizes(&pages), [2, 2, 1]);
+        assert_eq!(pages.concat(), store.list_accounts().await.unwrap());
+
+        // Teams with every account as a member; alice belongs to three teams.
+        let mut teams = Vec::new();
+        for handle in ["ops", "dev", "sec"] {
+            let team = store
+                .create_team(
+                    NewTeam {
+                        handle: handle.into(),
+                        name: handle.into(),
+                        owner_account_id: alice.account_id.clone(),
+                    },
+                    AuditDraft::new("team.create", &who),
+                )
+                .await
+                .unwrap();
+            teams.push(team);
+        }
+        for p in &people {
+            if p.account_id != alice.account_id {
+                join(&store, &teams[0], &alice, p, Role::Member).await;
+            }
+        }
+        let ws = teams[0].workspace_id.clone();
+        let pages = pages!(2, |page| store.list_members_page(&ws, &page), |last| last
+            .handle
+            .clone());
+        assert_eq!(sizes(&pages), [2, 2, 1]);
+        let handles: Vec<String> = pages.concat().into_iter().map(|m| m.handle).collect();
+        assert_eq!(handles, ["alice", "bob", "carol", "dave", "erin"]);
+        assert_eq!(pages.concat(), store.list_members(&ws).await.unwrap());
+
+        let account_id = alice.account_id.clone();
+        let pages = pages!(
+            2,
+            |page| store.memberships_page(&account_id, &page),
+            |last| WorkspaceKey {
+                kind: last.workspace.kind,
+                handle: last.workspace.handle.clone(),
+                workspace_id: last.workspace.workspace_id.clone(),
+            }
+        );
+        assert_eq!(sizes(&pages), [2, 2]);
+        let handles: Vec<String> = pages
+            .concat()
+            .into_iter()
+            .map(|m| m.workspace.handle)
+            .collect();
+        assert_eq!(handles, ["personal", "dev", "ops", "sec"]);
+        assert_eq!(
+            pages.concat(),
+            store.memberships(&alice.account_id).await.unwrap()
+        );
+
+        // Keys created in one burst share timestamps: the id breaks the tie.
+        for i in 0..5 {
+            store
+                .create_api_key(
+                    NewApiKey {
+                        account_id: alice.account_id.clone(),
+                        name: format!("key {i}"),
+                        prefix: "xmk_x".into(),
+                        key_hash: format!("{i}").repeat(64),
+                        scopes: vec!["memory:read".into()],
+                        profile: "ordinary-full".into(),
+                        expires_at: None,
+                    },
+                    AuditDraft::new("key.create", &who),
+                )
+                .await
+                .unwrap();
+        }
+        let pages = pages!(
+            2,
+            |page| store.list_api_keys_page(&account_id, &page),
+            |last| CreationKey {
+                created_at: last.created_at.clone(),
+                id: last.key_id.clone(),
+            }
+        );
+        assert_eq!(sizes(&pages), [2, 2, 1]);
+        assert_eq!(
+            pages.concat(),
+            store.list_api_keys(&alice.account_id).await.unwrap()
+        );
+
+        // Revisions by number, with their components.
+        let mut skill_id = String::new();
+        for i in 1..=5 {
+            let d = draft(&format!("body {i}")).components(vec![component(
+                "a.md",
+                ComponentType::Reference,
+                b"x",
+            )]);
+            skill_id = save(&store, &alice, "deploy", d).await.skill.skill_id;
+        }
+        let pages = pages!(
+            2,
+            |page| store.list_revisions_page(&skill_id, &page),
+            |last| last.revision_number
+        );
+        let numbers: Vec<Vec<i64>> = pages
+            .iter()
+            .map(|p| p.iter().map(|r| r.revision_number).collect())
+            .collect();
+        assert_eq!(numbers, [vec![1, 2], vec![3, 4], vec![5]]);
+        assert!(pages.concat().iter().all(|r| r.components.len() == 1));
+        assert_eq!(
+            pages.concat(),
+            store.list_revisions(&skill_id).await.unwrap()
+        );
+
+        // Skills of several workspaces by (slug, workspace): one slug in two workspaces
+        // comes twice, on either side of a page boundary.
+        for slug in ["beta", "alpha", "gamma"] {
+            save(&store, &alice, slug, draft("x")).await;
+        }
+        let team_draft = draft("team").to_save(&teams[0].workspace_id, "deploy", &who);
+        store.save_revision(team_draft).await.unwrap();
+        let ids = vec![alice.personal_workspace_id.clone(), ws.clone()];
+        let pages = pages!(3, |page| store.list_skills_page(&ids, &page), |last| {
+            SlugKey {
+                slug: last.slug.clone(),
+                workspace_id: last.workspace_id.clone(),
+            }
+        });
+        assert_eq!(sizes(&pages), [3, 2]);
+        let slugs: Vec<String> = pages.concat().into_iter().map(|s| s.slug).collect();
+        assert_eq!(slugs, ["alpha", "beta", "deploy", "deploy", "gamma"]);
+        assert_eq!(pages.concat(), store.list_skills(&ids).await.unwrap());
+
+        // A page after the last row is empty.
+        let past = KeysetPage {
+            after: Some(SlugKey {
+                slug: "gamma".into(),
+                workspace_id: "ws_~".into(),
+            }),
+            limit: 10,
+        };
+        assert!(
+            store
+                .list_skills_page(&ids, &past)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+    }
+
+    pub async fn a_skill_page_holds_no_repeats_when_rows_arrive_meanwhile(db: &TestDb) {
+        let store = db.store();
+        let alice = account(&store, "alice").await;
+        for slug in ["b", "d", "f"] {
+            save(&store, &alice, slug, draft("x")).await;
+        }
+        let ids = vec![alice.personal_workspace_id.clone()];
+        let first = store
+            .list_skills_page(
+                &ids,
+                &KeysetPage {
+                    after: None,
+                    limit: 2,
+                },
+            )
+            .await
+            .unwrap();
+        let slugs = |v: &[Skill]| v.iter().map(|s| s.slug.clone()).collect::<Vec<_>>();
+        assert_eq!(slugs(&first), ["b", "d"]);
+        // One skill lands before the cursor, one after it, between the two requests.
+        save(&store, &alice, "a", draft("x")).await;
+        save(&store, &alice, "e", draft("x")).await;
+        let last = first.last().unwrap();
+        let second = store
+            .list_skills_page(
+                &ids,
+                &KeysetPage {
+                    after: Some(SlugKey {
+                        slug: last.slug.clone(),
+                        workspace_id: last.workspace_id.clone(),
+                    }),
+                    limit: 2,
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            slugs(&second),
+            ["e", "f"],
+            "no repeat, nothing skipped after the cursor"
+        );
     }
 
     pub async fn table_counts_use_common_names(db: &TestDb) {

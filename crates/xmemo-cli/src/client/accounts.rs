@@ -149,7 +149,9 @@ pub async fn workspaces(a: WorkspacesArgs) -> anyhow::Result<()> {
     let json = a.conn.json;
     match a.command {
         WorkspacesCommand::List => {
-            let value = api.get(api.url(&["workspaces"], &[])?).await?;
+            let value = api
+                .get_all(api.url(&["workspaces"], &[])?, "workspaces")
+                .await?;
             if json {
                 print_json(&value);
                 return Ok(());
@@ -179,7 +181,10 @@ pub async fn workspaces(a: WorkspacesArgs) -> anyhow::Result<()> {
         }
         WorkspacesCommand::Members { workspace } => {
             let value = api
-                .get(api.url(&["workspaces", &workspace, "members"], &[])?)
+                .get_all(
+                    api.url(&["workspaces", &workspace, "members"], &[])?,
+                    "members",
+                )
                 .await?;
             if json {
                 print_json(&value);
@@ -374,7 +379,7 @@ pub async fn keys(a: KeysArgs) -> anyhow::Result<()> {
     let json = a.conn.json;
     match a.command {
         KeysCommand::List => {
-            let value = api.get(api.url(&["keys"], &[])?).await?;
+            let value = api.get_all(api.url(&["keys"], &[])?, "keys").await?;
             if json {
                 print_json(&value);
                 return Ok(());

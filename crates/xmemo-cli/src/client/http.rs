@@ -268,6 +268,56 @@ impl Api {
             .ok_or_else(|| fail(Failure::unexpected("the server sent an empty answer")))
     }
 
+    /// Every page of a paged list (`{"<list>": [...], "next_cursor"}`), followed from `url`
+    /// at the largest page size, as one document of the same shape with `next_cursor: null`
+    /// (the other fields are those of the first page).
+    pub async fn get_all(&self, url: Url, list: &str) -> anyhow::Result<Value> {
+        let page_size = xmemo_core::limits::PAGE_LIMIT_MAX.to_string();
+        let mut first: Option<Value> = None;
+        let mut rows: Vec<Value> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        let mut cursor: Option<String> = None;
+        loop {
+            let mut page_url = url.clone();
+            page_url
+                .query_pairs_mut()
+                .append_pair("limit", &page_size)
+                .extend_pairs(cursor.as_deref().map(|c| ("cursor", c)));
+            let mut page = self.get(page_url).await?;
+            let items = page
+                .get_mut(list)
+                .and_then(|v| v.as_array_mut())
+                .map(std::mem::take)
+                .ok_or_else(|| {
+                    fail(Failure::unexpected(format!(
+                        "the server's answer has no `{list}` list"
+                    )))
+                })?;
+            rows.extend(items);
+            cursor = page
+                .get("next_cursor")
+                .and_then(Value::as_str)
+                .map(str::to_string);
+            first.get_or_insert(page);
+            match &cursor {
+                None => break,
+                // A server that hands out a cursor twice would have this loop forever.
+                Some(c) if !seen.insert(c.clone()) => {
+                    return Err(fail(Failure::unexpected(
+                        "the server repeated a page cursor",
+                    )));
+                }
+                Some(_) => {}
+            }
+        }
+        let mut whole = first.unwrap_or_else(|| json!({}));
+        if let Some(obj) = whole.as_object_mut() {
+            obj.insert(list.to_string(), Value::Array(rows));
+            obj.insert("next_cursor".into(), Value::Null);
+        }
+        Ok(whole)
+    }
+
     /// A raw download: the bytes and the `ETag` header when present.
     pub async fn get_bytes(&self, url: Url) -> anyhow::Result<(Vec<u8>, Option<String>)> {
         let response = self

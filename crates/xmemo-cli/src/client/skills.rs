@@ -308,7 +308,7 @@ pub async fn revisions(a: SlugArgs) -> anyhow::Result<()> {
         &["skills", &a.slug, "revisions"],
         &[("workspace", a.workspace.as_deref())],
     )?;
-    let value = api.get(url).await?;
+    let value = api.get_all(url, "revisions").await?;
     if a.conn.json {
         print_json(&value);
         return Ok(());

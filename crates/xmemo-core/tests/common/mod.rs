@@ -279,3 +279,64 @@ pub fn zip_tree(folder: &str, files: &[PackageFile]) -> Vec<u8> {
         .collect();
     zip_of(&entries)
 }
+
+// ---- fuzz seeds ------------------------------------------------------------------------
+// The fixtures of these tests double as seed corpora of the fuzz targets in `fuzz/`:
+// with `XMEMO_FUZZ_SEEDS_DIR` set (what `scripts/fuzz-seeds` does), each fixture a test
+// builds is also written to `$XMEMO_FUZZ_SEEDS_DIR/<target>/<sha256 prefix>`. Without it
+// nothing is written; the tests assert the same either way.
+
+/// Seeds bigger than this are not written: libFuzzer sizes its inputs after the largest
+/// seed, and the multi-megabyte fixtures (archives over the total cap) only slow it down.
+pub const SEED_MAX_BYTES: usize = 1024 * 1024;
+
+/// Writes one seed for `target` when seeds were asked for.
+pub fn seed(target: &str, bytes: &[u8]) {
+    let Some(root) = std::env::var_os("XMEMO_FUZZ_SEEDS_DIR") else {
+        return;
+    };
+    if bytes.len() > SEED_MAX_BYTES {
+        return;
+    }
+    let dir = Path::new(&root).join(target);
+    std::fs::create_dir_all(&dir).unwrap();
+    let name = &xmemo_core::content_hash(bytes)[..16];
+    std::fs::write(dir.join(name), bytes).unwrap();
+}
+
+/// An archive as seeds: the ZIP for `zip_read`, its files for `capsule_import` and its
+/// SKILL.md files for `skill_md` (when it unpacks at all).
+pub fn seed_archive(zip: &[u8]) {
+    if std::env::var_os("XMEMO_FUZZ_SEEDS_DIR").is_none() {
+        return;
+    }
+    seed("zip_read", zip);
+    let limits = xmemo_core::package::ArchiveLimits::default();
+    if let Ok(files) = xmemo_core::package::unzip(zip, &limits) {
+        seed_files(&files);
+    }
+}
+
+/// A file list as seeds: for `capsule_import` ([`file_list`]) and its SKILL.md files for
+/// `skill_md`.
+pub fn seed_files(files: &[PackageFile]) {
+    seed("capsule_import", &file_list(files));
+    for f in files.iter().filter(|f| f.path.ends_with("SKILL.md")) {
+        seed("skill_md", &f.bytes);
+    }
+}
+
+/// The `capsule_import` input format (decoded by `files_of` in `fuzz/fuzz_targets/capsule_import.rs`): per
+/// file a little-endian `u16` path length, the path, a little-endian `u32` content length,
+/// the content.
+pub fn file_list(files: &[PackageFile]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for f in files {
+        let path = f.path.as_bytes();
+        out.extend_from_slice(&u16::try_from(path.len()).unwrap().to_le_bytes());
+        out.extend_from_slice(path);
+        out.extend_from_slice(&u32::try_from(f.bytes.len()).unwrap().to_le_bytes());
+        out.extend_from_slice(&f.bytes);
+    }
+    out
+}

@@ -1,14 +1,16 @@
 //! The caller, workspaces, members and invitations, API keys and (for administrators)
 //! accounts.
 
-use super::extract::{ApiJson, ApiPath, Authed};
+use super::extract::{ApiJson, ApiPath, ApiQuery, Authed};
 use super::{ApiResult, AppState};
 use crate::service::types::*;
+use crate::service::{Page, PageRequest};
 use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Json;
 use axum::routing::{delete, get, post, put};
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 pub fn routes() -> Router<AppState> {
@@ -56,13 +58,38 @@ async fn me(State(state): State<AppState>, Authed(p): Authed) -> ApiResult<Json<
     })))
 }
 
+/// `?limit=&cursor=` of every list below.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct PageQuery {
+    limit: Option<i64>,
+    cursor: Option<String>,
+}
+
+impl From<PageQuery> for PageRequest {
+    fn from(q: PageQuery) -> Self {
+        PageRequest {
+            limit: q.limit,
+            cursor: q.cursor,
+        }
+    }
+}
+
+/// `{"<key>": [...], "next_cursor": …}`: the list under the key it always had.
+fn listed<T: Serialize>(key: &str, page: Page<T>) -> Json<Value> {
+    let mut body = serde_json::Map::new();
+    body.insert(key.into(), json!(page.items));
+    body.insert("next_cursor".into(), json!(page.next_cursor));
+    Json(Value::Object(body))
+}
+
 async fn list_workspaces(
     State(state): State<AppState>,
     Authed(p): Authed,
+    ApiQuery(q): ApiQuery<PageQuery>,
 ) -> ApiResult<Json<Value>> {
-    Ok(Json(
-        json!({ "workspaces": state.service.list_workspaces(&p).await? }),
-    ))
+    let page = state.service.workspaces_page(&p, &q.into()).await?;
+    Ok(listed("workspaces", page))
 }
 
 async fn create_team(
@@ -78,10 +105,13 @@ async fn list_members(
     State(state): State<AppState>,
     Authed(p): Authed,
     ApiPath(workspace): ApiPath<String>,
+    ApiQuery(q): ApiQuery<PageQuery>,
 ) -> ApiResult<Json<Value>> {
-    Ok(Json(
-        json!({ "members": state.service.list_members(&p, &workspace).await? }),
-    ))
+    let page = state
+        .service
+        .members_page(&p, &workspace, &q.into())
+        .await?;
+    Ok(listed("members", page))
 }
 
 /// Changes an existing member's role; a non-member is NOT_FOUND (invite instead).
@@ -185,8 +215,15 @@ async fn decline_invitation(
     Ok(Json(json!({ "invitation": invitation })))
 }
 
-async fn list_keys(State(state): State<AppState>, Authed(p): Authed) -> ApiResult<Json<Value>> {
-    Ok(Json(json!({ "keys": state.service.list_keys(&p).await? })))
+async fn list_keys(
+    State(state): State<AppState>,
+    Authed(p): Authed,
+    ApiQuery(q): ApiQuery<PageQuery>,
+) -> ApiResult<Json<Value>> {
+    Ok(listed(
+        "keys",
+        state.service.keys_page(&p, &q.into()).await?,
+    ))
 }
 
 async fn create_key(
@@ -207,10 +244,13 @@ async fn revoke_key(
     Ok(StatusCode::NO_CONTENT)
 }
 
-async fn list_accounts(State(state): State<AppState>, Authed(p): Authed) -> ApiResult<Json<Value>> {
-    Ok(Json(
-        json!({ "accounts": state.service.list_accounts(&p).await? }),
-    ))
+async fn list_accounts(
+    State(state): State<AppState>,
+    Authed(p): Authed,
+    ApiQuery(q): ApiQuery<PageQuery>,
+) -> ApiResult<Json<Value>> {
+    let page = state.service.accounts_page(&p, &q.into()).await?;
+    Ok(listed("accounts", page))
 }
 
 async fn create_account(

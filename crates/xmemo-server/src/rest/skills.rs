@@ -3,6 +3,7 @@
 use super::extract::{ApiJson, ApiPath, ApiQuery, Authed, OptionalJson};
 use super::{ApiResult, AppState};
 use crate::error::ServiceError;
+use crate::service::PageRequest;
 use crate::service::types::*;
 use axum::Router;
 use axum::body::Bytes;
@@ -34,12 +35,23 @@ pub fn routes() -> Router<AppState> {
         .route("/skills/{slug}/restore", post(restore))
 }
 
+/// `GET /skills`: Level 0 with `query` (`limit` = result count), else one page of the
+/// list (`limit` = page size, `cursor` = the previous page's `next_cursor`).
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 struct ListQuery {
     query: Option<String>,
     limit: Option<i64>,
+    cursor: Option<String>,
     workspace: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RevisionsQuery {
+    workspace: Option<String>,
+    limit: Option<i64>,
+    cursor: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -68,6 +80,13 @@ async fn list_or_search(
     ApiQuery(q): ApiQuery<ListQuery>,
 ) -> ApiResult<Json<Value>> {
     if q.query.is_some() {
+        if q.cursor.is_some() {
+            return Err(ServiceError::validation(
+                "`cursor` pages the skill list; a search answers its best `limit` matches at once",
+                "cursor",
+            )
+            .into());
+        }
         let req = RecallRequest {
             query: q.query,
             limit: q.limit,
@@ -76,11 +95,17 @@ async fn list_or_search(
         };
         return Ok(tool(state.service.recall(&p, req).await?));
     }
+    let page = PageRequest {
+        limit: q.limit,
+        cursor: q.cursor,
+    };
     let skills = state
         .service
-        .list_skills(&p, q.workspace.as_deref())
+        .list_skills(&p, q.workspace.as_deref(), &page)
         .await?;
-    Ok(Json(json!({ "skills": skills })))
+    Ok(Json(
+        json!({ "skills": skills.items, "next_cursor": skills.next_cursor }),
+    ))
 }
 
 async fn save(
@@ -135,13 +160,21 @@ async fn revisions(
     State(state): State<AppState>,
     Authed(p): Authed,
     ApiPath(slug): ApiPath<String>,
-    ApiQuery(q): ApiQuery<WorkspaceQuery>,
+    ApiQuery(q): ApiQuery<RevisionsQuery>,
 ) -> ApiResult<Json<Value>> {
+    let page = PageRequest {
+        limit: q.limit,
+        cursor: q.cursor,
+    };
     let revisions = state
         .service
-        .list_revisions(&p, &slug, q.workspace.as_deref())
+        .revisions_page(&p, &slug, q.workspace.as_deref(), &page)
         .await?;
-    Ok(Json(json!({ "slug": slug, "revisions": revisions })))
+    Ok(Json(json!({
+        "slug": slug,
+        "revisions": revisions.items,
+        "next_cursor": revisions.next_cursor,
+    })))
 }
 
 async fn resource(

@@ -1,6 +1,7 @@
 //! Accounts, API keys, authentication and the first-start bootstrap.
 
 use super::Service;
+use super::page::{self, Page, PageRequest};
 use super::types::*;
 use crate::auth::{Principal, generate_key, hash_key, parse_scopes};
 use crate::error::{ServiceError, ServiceResult};
@@ -8,7 +9,7 @@ use crate::throttle::{LimiterConfig, retry_after_secs};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::Duration;
 use xmemo_core::Scope;
-use xmemo_store::{Account, ApiKey, Attribution, AuditDraft, NewAccount, NewApiKey};
+use xmemo_store::{Account, ApiKey, Attribution, AuditDraft, CreationKey, NewAccount, NewApiKey};
 
 /// The client profile a key connects as unless told otherwise.
 pub const DEFAULT_PROFILE: &str = "ordinary-full";
@@ -133,17 +134,8 @@ impl Service {
         account: &Account,
         req: CreateKeyRequest,
     ) -> ServiceResult<CreatedKey> {
-        use xmemo_core::limits::KEY_NAME_MAX_CHARS;
         let name = req.name.trim().to_string();
-        if name.is_empty()
-            || name.chars().count() > KEY_NAME_MAX_CHARS
-            || name.chars().any(char::is_control)
-        {
-            return Err(ServiceError::validation(
-                format!("name must be 1 to {KEY_NAME_MAX_CHARS} printable characters"),
-                "name",
-            ));
-        }
+        xmemo_core::validate::validate_key_name("name", &name)?;
         let scopes = match req.scopes {
             None => principal.scopes.clone(),
             Some(list) => parse_scopes(&list.join(" "))?,
@@ -164,6 +156,16 @@ impl Service {
             .as_deref()
             .map(|t| normalise_instant("expires_at", t))
             .transpose()?;
+        if let Some(at) = &expires_at
+            && at.as_str() <= xmemo_store::now().as_str()
+        {
+            // Same format on both sides, so the text order is the time order. A key that
+            // could never authenticate is a mistake, not a key.
+            return Err(ServiceError::validation(
+                format!("expires_at {at} is not in the future"),
+                "expires_at",
+            ));
+        }
         let profile = req.profile.unwrap_or_else(|| DEFAULT_PROFILE.to_string());
         xmemo_core::validate_slug("profile", &profile)?;
         let generated = generate_key();
@@ -201,6 +203,25 @@ impl Service {
             .store
             .list_api_keys(&principal.account.account_id)
             .await?)
+    }
+
+    /// One page of the caller's keys, in creation order.
+    pub async fn keys_page(
+        &self,
+        principal: &Principal,
+        page: &PageRequest,
+    ) -> ServiceResult<Page<ApiKey>> {
+        principal.require(Scope::Read)?;
+        let (size, keyset) = page::keyset(page, "keys", |[_, created_at, id]| {
+            Some(CreationKey { created_at, id })
+        })?;
+        let rows = self
+            .store
+            .list_api_keys_page(&principal.account.account_id, &keyset)
+            .await?;
+        Ok(page::finish(rows, size, |k| {
+            page::encode_cursor(&["keys", &k.created_at, &k.key_id])
+        }))
     }
 
     pub async fn revoke_key(&self, principal: &Principal, key_id: &str) -> ServiceResult<()> {
@@ -244,6 +265,27 @@ impl Service {
             ));
         }
         Ok(self.store.list_accounts().await?)
+    }
+
+    /// One page of all accounts, in creation order (server administrators only).
+    pub async fn accounts_page(
+        &self,
+        principal: &Principal,
+        page: &PageRequest,
+    ) -> ServiceResult<Page<Account>> {
+        principal.require(Scope::Read)?;
+        if !principal.account.is_admin {
+            return Err(ServiceError::PermissionDenied(
+                "only server administrators list accounts".into(),
+            ));
+        }
+        let (size, keyset) = page::keyset(page, "accounts", |[_, created_at, id]| {
+            Some(CreationKey { created_at, id })
+        })?;
+        let rows = self.store.list_accounts_page(&keyset).await?;
+        Ok(page::finish(rows, size, |a| {
+            page::encode_cursor(&["accounts", &a.created_at, &a.account_id])
+        }))
     }
 
     async fn create_account_unchecked(

@@ -233,7 +233,7 @@ fn check_reason(reason: Option<String>) -> ServiceResult<Option<String>> {
         .map(|r| r.trim().to_string())
         .filter(|r| !r.is_empty());
     if let Some(r) = &reason {
-        xmemo_core::validate::reject_nul("reason", r)?;
+        xmemo_core::validate::reject_controls("reason", r, xmemo_core::validate::Lines::Many)?;
         let chars = r.chars().count();
         if chars > NOTE_MAX_CHARS {
             return Err(xmemo_core::ValidationError::too_many(
@@ -414,7 +414,11 @@ impl Service {
             xmemo_core::validate_slug("project", project)?;
         }
         if let Some(instance) = &req.agent_instance_id {
-            xmemo_core::validate::reject_nul("agent_instance_id", instance)?;
+            xmemo_core::validate::reject_controls(
+                "agent_instance_id",
+                instance,
+                xmemo_core::validate::Lines::One,
+            )?;
         }
         let access = self.access(principal).await?;
         let hits = self

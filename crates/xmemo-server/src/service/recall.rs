@@ -86,6 +86,9 @@ impl Service {
                 "query",
             ));
         }
+        // Not stored, but sent to the database: PostgreSQL refuses NUL where SQLite finds
+        // nothing, and both must answer alike.
+        xmemo_core::validate::reject_controls("query", query, xmemo_core::validate::Lines::Many)?;
         let access = self.access(principal).await?;
         let workspace_ids = access.readable(workspace)?;
         let hits = self

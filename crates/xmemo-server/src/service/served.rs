@@ -8,7 +8,6 @@ use super::access::Access;
 use super::types::Root;
 use crate::auth::Principal;
 use crate::error::{ServiceError, ServiceResult};
-use base64::Engine;
 use xmemo_core::{AssetStatus, Scope};
 use xmemo_store::{ComponentManifest, Revision, ServedPage, Skill, SkillKey};
 
@@ -47,22 +46,15 @@ pub(crate) fn root_of(skill: &Skill, workspace: String, revision: Revision) -> R
     }
 }
 
+// The catalog cursor predates the tagged listing cursors of `page.rs` and stays as it was
+// (workspace id and slug), so cursors handed out before keep working.
 fn encode_cursor(key: &SkillKey) -> String {
-    let raw = format!("{}\n{}", key.workspace_id, key.slug);
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw)
+    super::page::encode_cursor(&[&key.workspace_id, &key.slug])
 }
 
 fn decode_cursor(cursor: &str) -> ServiceResult<SkillKey> {
-    let invalid = || ServiceError::validation("invalid cursor", "cursor");
-    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(cursor)
-        .map_err(|_| invalid())?;
-    let text = String::from_utf8(raw).map_err(|_| invalid())?;
-    let (workspace_id, slug) = text.split_once('\n').ok_or_else(invalid)?;
-    Ok(SkillKey {
-        workspace_id: workspace_id.to_string(),
-        slug: slug.to_string(),
-    })
+    let [workspace_id, slug] = super::page::decode_cursor(cursor)?;
+    Ok(SkillKey { workspace_id, slug })
 }
 
 impl Service {

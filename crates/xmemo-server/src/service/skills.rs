@@ -2,6 +2,7 @@
 
 use super::Service;
 use super::access::Access;
+use super::page::{self, Page, PageRequest};
 use super::types::*;
 use crate::auth::Principal;
 use crate::error::{ServiceError, ServiceResult};
@@ -12,8 +13,8 @@ use xmemo_core::{
     Scope, asset_change_allowed, canonical_hash, content_hash, transition, validate_content,
 };
 use xmemo_store::{
-    AuditDraft, ComponentManifest, NewComponent, Revision, SaveRevision, Skill, StatusChange,
-    Workspace, hashed_components,
+    AuditDraft, ComponentManifest, NewComponent, Revision, SaveRevision, Skill, SlugKey,
+    StatusChange, Workspace, hashed_components,
 };
 
 impl Service {
@@ -270,16 +271,24 @@ impl Service {
         Ok(skill_view(&skill, &access))
     }
 
+    /// One page of the skills the caller can read (every status), by slug.
     pub async fn list_skills(
         &self,
         principal: &Principal,
         workspace: Option<&str>,
-    ) -> ServiceResult<Vec<SkillView>> {
+        page: &PageRequest,
+    ) -> ServiceResult<Page<SkillView>> {
         principal.require(Scope::Read)?;
+        let (size, keyset) = page::keyset(page, "skills", |[_, slug, workspace_id]| {
+            Some(SlugKey { slug, workspace_id })
+        })?;
         let access = self.access(principal).await?;
         let ids = access.readable(workspace)?;
-        let skills = self.store.list_skills(&ids).await?;
-        Ok(skills.iter().map(|s| skill_view(s, &access)).collect())
+        let skills = self.store.list_skills_page(&ids, &keyset).await?;
+        Ok(page::finish(skills, size, |s| {
+            page::encode_cursor(&["skills", &s.slug, &s.workspace_id])
+        })
+        .map(|s| skill_view(&s, &access)))
     }
 
     pub async fn get_skill(
@@ -294,6 +303,32 @@ impl Service {
         Ok(skill_view(&skill, &access))
     }
 
+    /// One page of a skill's revisions (no bodies), by revision number.
+    pub async fn revisions_page(
+        &self,
+        principal: &Principal,
+        slug: &str,
+        workspace: Option<&str>,
+        page: &PageRequest,
+    ) -> ServiceResult<Page<RevisionSummary>> {
+        principal.require(Scope::Read)?;
+        let (size, keyset) = page::keyset(page, "revisions", |[_, n]: [String; 2]| {
+            n.parse::<i64>().ok()
+        })?;
+        let access = self.access(principal).await?;
+        let (skill, _, _) = self.resolve_skill(&access, slug, workspace).await?;
+        let revisions = self
+            .store
+            .list_revisions_page(&skill.skill_id, &keyset)
+            .await?;
+        Ok(page::finish(revisions, size, |r| {
+            page::encode_cursor(&["revisions", &r.revision_number.to_string()])
+        })
+        .map(|r| RevisionSummary::from(&r)))
+    }
+
+    /// Every revision of a skill, for in-process callers; clients get
+    /// [`Service::revisions_page`].
     pub async fn list_revisions(
         &self,
         principal: &Principal,
@@ -351,19 +386,12 @@ pub(super) fn save_target(
     })
 }
 
-/// Review notes and archive reasons: trimmed, empty means none, at most
-/// [`NOTE_MAX_CHARS`](xmemo_core::limits::NOTE_MAX_CHARS) characters.
+/// Review notes and archive reasons: trimmed, empty means none, else
+/// [`validate_note`](xmemo_core::validate::validate_note).
 fn checked_note(field: &str, text: Option<String>) -> ServiceResult<Option<String>> {
-    use xmemo_core::limits::NOTE_MAX_CHARS;
     let text = text.map(|n| n.trim().to_string()).filter(|n| !n.is_empty());
     if let Some(n) = &text {
-        if n.chars().count() > NOTE_MAX_CHARS {
-            return Err(ServiceError::validation(
-                format!("{field} is limited to {NOTE_MAX_CHARS} characters"),
-                field,
-            ));
-        }
-        xmemo_core::validate::reject_nul(field, n)?;
+        xmemo_core::validate::validate_note(field, n)?;
     }
     Ok(text)
 }

@@ -1,11 +1,12 @@
 //! Workspaces and team membership (SPEC §7).
 
 use super::Service;
+use super::page::{self, Page, PageRequest};
 use super::types::*;
 use crate::auth::Principal;
 use crate::error::{ServiceError, ServiceResult};
 use xmemo_core::{Role, Scope, WorkspaceKind};
-use xmemo_store::{AuditDraft, Member, NewTeam, StoreError, Workspace};
+use xmemo_store::{AuditDraft, Member, Membership, NewTeam, StoreError, Workspace, WorkspaceKey};
 
 impl Service {
     pub async fn list_workspaces(
@@ -14,17 +15,37 @@ impl Service {
     ) -> ServiceResult<Vec<WorkspaceView>> {
         principal.require(Scope::Read)?;
         let access = self.access(principal).await?;
-        Ok(access
-            .memberships
-            .into_iter()
-            .map(|m| WorkspaceView {
-                workspace_id: m.workspace.workspace_id,
-                handle: m.workspace.handle,
-                name: m.workspace.name,
-                kind: m.workspace.kind,
-                role: m.role,
-            })
-            .collect())
+        Ok(access.memberships.into_iter().map(workspace_view).collect())
+    }
+
+    /// One page of the caller's workspaces: personal first, then teams by handle.
+    pub async fn workspaces_page(
+        &self,
+        principal: &Principal,
+        page: &PageRequest,
+    ) -> ServiceResult<Page<WorkspaceView>> {
+        principal.require(Scope::Read)?;
+        let (size, keyset) =
+            page::keyset(page, "workspaces", |[_, kind, handle, workspace_id]| {
+                Some(WorkspaceKey {
+                    kind: kind.parse().ok()?,
+                    handle,
+                    workspace_id,
+                })
+            })?;
+        let rows = self
+            .store
+            .memberships_page(&principal.account.account_id, &keyset)
+            .await?;
+        Ok(page::finish(rows, size, |m| {
+            page::encode_cursor(&[
+                "workspaces",
+                m.workspace.kind.as_str(),
+                &m.workspace.handle,
+                &m.workspace.workspace_id,
+            ])
+        })
+        .map(workspace_view))
     }
 
     pub async fn create_team(
@@ -80,6 +101,27 @@ impl Service {
         let access = self.access(principal).await?;
         let m = access.resolve(workspace)?;
         Ok(self.store.list_members(&m.workspace.workspace_id).await?)
+    }
+
+    /// One page of a workspace's members, by handle.
+    pub async fn members_page(
+        &self,
+        principal: &Principal,
+        workspace: &str,
+        page: &PageRequest,
+    ) -> ServiceResult<Page<Member>> {
+        principal.require(Scope::Read)?;
+        let (size, keyset) =
+            page::keyset(page, "members", |[_, handle]: [String; 2]| Some(handle))?;
+        let access = self.access(principal).await?;
+        let m = access.resolve(workspace)?;
+        let rows = self
+            .store
+            .list_members_page(&m.workspace.workspace_id, &keyset)
+            .await?;
+        Ok(page::finish(rows, size, |m| {
+            page::encode_cursor(&["members", &m.handle])
+        }))
     }
 
     /// Changes the role of an existing member (by handle or account id). Owners and admins
@@ -233,4 +275,14 @@ fn handle_unavailable(handle: &str) -> ServiceError {
     ServiceError::Conflict(format!(
         "the team handle `{handle}` is not available; choose another"
     ))
+}
+
+fn workspace_view(m: Membership) -> WorkspaceView {
+    WorkspaceView {
+        workspace_id: m.workspace.workspace_id,
+        handle: m.workspace.handle,
+        name: m.workspace.name,
+        kind: m.workspace.kind,
+        role: m.role,
+    }
 }

@@ -1,7 +1,7 @@
 //! Accounts, workspaces, memberships and API keys.
 
 use super::rows::{self, ACCOUNT_SELECT, API_KEY_SELECT, MEMBER_SELECT, MEMBERSHIP_SELECT};
-use super::{Dialect, Session, SqlStore, Stmt, audit};
+use super::{Dialect, Session, SqlStore, Stmt, audit, page};
 use crate::model::*;
 use crate::{Record, StoreError, StoreResult};
 use xmemo_core::{Role, WorkspaceKind, new_id};
@@ -97,15 +97,21 @@ pub async fn find_account_by_handle<D: Dialect>(
     account_where(store, "handle", handle).await
 }
 
-pub async fn list_accounts<D: Dialect>(store: &SqlStore<D>) -> StoreResult<Vec<Account>> {
+/// Accounts in creation order: one page, or all of them.
+pub async fn list_accounts<D: Dialect>(
+    store: &SqlStore<D>,
+    page: Option<&KeysetPage<CreationKey>>,
+) -> StoreResult<Vec<Account>> {
+    let sql = format!(
+        "{ACCOUNT_SELECT} WHERE 1 = 1{}",
+        page::tail(&["created_at", "account_id"], 1, page)
+    );
     let mut s = store.read().await?;
-    s.all(Stmt::new(format!(
-        "{ACCOUNT_SELECT} ORDER BY created_at, account_id"
-    )))
-    .await?
-    .iter()
-    .map(rows::account)
-    .collect()
+    s.all(page::bind(Stmt::new(sql), page))
+        .await?
+        .iter()
+        .map(rows::account)
+        .collect()
 }
 
 pub async fn count_accounts<D: Dialect>(store: &SqlStore<D>) -> StoreResult<u64> {
@@ -181,38 +187,40 @@ pub async fn find_team_by_handle<D: Dialect>(
     workspace_where(store, "handle = $1 AND kind = 'team'", handle).await
 }
 
+/// The account's workspaces, personal first, then teams by handle: one page, or all.
 pub async fn memberships<D: Dialect>(
     store: &SqlStore<D>,
     account_id: &str,
+    page: Option<&KeysetPage<WorkspaceKey>>,
 ) -> StoreResult<Vec<Membership>> {
+    let sql = format!(
+        "{MEMBERSHIP_SELECT} WHERE m.account_id = $1{}",
+        page::tail(&["w.kind", "w.handle", "w.workspace_id"], 2, page)
+    );
     let mut s = store.read().await?;
-    s.all(
-        Stmt::new(format!(
-            "{MEMBERSHIP_SELECT} WHERE m.account_id = $1 ORDER BY w.kind, w.handle"
-        ))
-        .bind(account_id),
-    )
-    .await?
-    .iter()
-    .map(rows::membership)
-    .collect()
+    s.all(page::bind(Stmt::new(sql).bind(account_id), page))
+        .await?
+        .iter()
+        .map(rows::membership)
+        .collect()
 }
 
+/// A workspace's members by handle: one page, or all.
 pub async fn list_members<D: Dialect>(
     store: &SqlStore<D>,
     workspace_id: &str,
+    page: Option<&KeysetPage<String>>,
 ) -> StoreResult<Vec<Member>> {
+    let sql = format!(
+        "{MEMBER_SELECT} WHERE m.workspace_id = $1{}",
+        page::tail(&["a.handle"], 2, page)
+    );
     let mut s = store.read().await?;
-    s.all(
-        Stmt::new(format!(
-            "{MEMBER_SELECT} WHERE m.workspace_id = $1 ORDER BY a.handle"
-        ))
-        .bind(workspace_id),
-    )
-    .await?
-    .iter()
-    .map(rows::member)
-    .collect()
+    s.all(page::bind(Stmt::new(sql).bind(workspace_id), page))
+        .await?
+        .iter()
+        .map(rows::member)
+        .collect()
 }
 
 /// Serialises membership changes of one workspace (a row lock on it; SQLite's single writer
@@ -369,21 +377,22 @@ pub async fn find_api_key_by_hash<D: Dialect>(
     row.map(|r| rows::api_key(&r)).transpose()
 }
 
+/// The account's keys in creation order: one page, or all.
 pub async fn list_api_keys<D: Dialect>(
     store: &SqlStore<D>,
     account_id: &str,
+    page: Option<&KeysetPage<CreationKey>>,
 ) -> StoreResult<Vec<ApiKey>> {
+    let sql = format!(
+        "{API_KEY_SELECT} WHERE account_id = $1{}",
+        page::tail(&["created_at", "key_id"], 2, page)
+    );
     let mut s = store.read().await?;
-    s.all(
-        Stmt::new(format!(
-            "{API_KEY_SELECT} WHERE account_id = $1 ORDER BY created_at, key_id"
-        ))
-        .bind(account_id),
-    )
-    .await?
-    .iter()
-    .map(rows::api_key)
-    .collect()
+    s.all(page::bind(Stmt::new(sql).bind(account_id), page))
+        .await?
+        .iter()
+        .map(rows::api_key)
+        .collect()
 }
 
 pub async fn revoke_api_key<D: Dialect>(

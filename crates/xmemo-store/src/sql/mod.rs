@@ -9,6 +9,7 @@ pub(crate) mod driver;
 mod invitations;
 mod memories;
 mod migrations;
+mod page;
 mod rows;
 mod skills;
 mod snapshot;

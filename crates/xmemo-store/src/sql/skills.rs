@@ -1,7 +1,7 @@
 //! Skills, their append-only revisions and content-addressed components.
 
 use super::rows::{self, COMPONENT_COLUMNS, REVISION_SELECT, SKILL_SELECT};
-use super::{Dialect, Session, SqlStore, Stmt, audit, in_list, to_i64};
+use super::{Dialect, Session, SqlStore, Stmt, audit, in_list, page, to_i64};
 use crate::model::*;
 use crate::{Record, StoreError, StoreResult};
 use std::collections::BTreeMap;
@@ -101,19 +101,23 @@ pub async fn find_skills_by_slug<D: Dialect>(
         .collect()
 }
 
+/// Skills of the given workspaces by `(slug, workspace_id)`: one page, or all.
 pub async fn list_skills<D: Dialect>(
     store: &SqlStore<D>,
     workspace_ids: &[String],
+    page: Option<&KeysetPage<SlugKey>>,
 ) -> StoreResult<Vec<Skill>> {
     if workspace_ids.is_empty() {
         return Ok(vec![]);
     }
+    let n = workspace_ids.len();
     let sql = format!(
-        "{SKILL_SELECT} WHERE s.workspace_id IN ({}) ORDER BY s.slug, s.workspace_id",
-        in_list(1, workspace_ids.len())
+        "{SKILL_SELECT} WHERE s.workspace_id IN ({}){}",
+        in_list(1, n),
+        page::tail(&["s.slug", "s.workspace_id"], n + 1, page)
     );
     let mut s = store.read().await?;
-    s.all(Stmt::new(sql).bind_all(workspace_ids))
+    s.all(page::bind(Stmt::new(sql).bind_all(workspace_ids), page))
         .await?
         .iter()
         .map(rows::skill)
@@ -234,12 +238,21 @@ pub async fn published_revision<D: Dialect>(
     one_revision(&mut store.read().await?, Stmt::new(sql).bind(skill_id)).await
 }
 
+/// A skill's revisions by number, with their components: one page, or all.
 pub async fn list_revisions<D: Dialect>(
     store: &SqlStore<D>,
     skill_id: &str,
+    page: Option<&KeysetPage<i64>>,
 ) -> StoreResult<Vec<Revision>> {
-    let sql = format!("{REVISION_SELECT} WHERE skill_id = $1 ORDER BY revision_number");
-    revisions_where(&mut store.read().await?, Stmt::new(sql).bind(skill_id)).await
+    let sql = format!(
+        "{REVISION_SELECT} WHERE skill_id = $1{}",
+        page::tail(&["revision_number"], 2, page)
+    );
+    revisions_where(
+        &mut store.read().await?,
+        page::bind(Stmt::new(sql).bind(skill_id), page),
+    )
+    .await
 }
 
 pub async fn component_bytes<D: Dialect>(

@@ -34,7 +34,13 @@ impl<D: Dialect> Store for SqlStore<D> {
         accounts::find_account_by_handle(self, handle).await
     }
     async fn list_accounts(&self) -> StoreResult<Vec<Account>> {
-        accounts::list_accounts(self).await
+        accounts::list_accounts(self, None).await
+    }
+    async fn list_accounts_page(
+        &self,
+        page: &KeysetPage<CreationKey>,
+    ) -> StoreResult<Vec<Account>> {
+        accounts::list_accounts(self, Some(page)).await
     }
     async fn delete_account(
         &self,
@@ -56,10 +62,24 @@ impl<D: Dialect> Store for SqlStore<D> {
         accounts::find_team_by_handle(self, handle).await
     }
     async fn memberships(&self, account_id: &str) -> StoreResult<Vec<Membership>> {
-        accounts::memberships(self, account_id).await
+        accounts::memberships(self, account_id, None).await
+    }
+    async fn memberships_page(
+        &self,
+        account_id: &str,
+        page: &KeysetPage<WorkspaceKey>,
+    ) -> StoreResult<Vec<Membership>> {
+        accounts::memberships(self, account_id, Some(page)).await
     }
     async fn list_members(&self, workspace_id: &str) -> StoreResult<Vec<Member>> {
-        accounts::list_members(self, workspace_id).await
+        accounts::list_members(self, workspace_id, None).await
+    }
+    async fn list_members_page(
+        &self,
+        workspace_id: &str,
+        page: &KeysetPage<String>,
+    ) -> StoreResult<Vec<Member>> {
+        accounts::list_members(self, workspace_id, Some(page)).await
     }
     async fn set_member_role(
         &self,
@@ -124,7 +144,14 @@ impl<D: Dialect> Store for SqlStore<D> {
         accounts::find_api_key_by_hash(self, key_hash).await
     }
     async fn list_api_keys(&self, account_id: &str) -> StoreResult<Vec<ApiKey>> {
-        accounts::list_api_keys(self, account_id).await
+        accounts::list_api_keys(self, account_id, None).await
+    }
+    async fn list_api_keys_page(
+        &self,
+        account_id: &str,
+        page: &KeysetPage<CreationKey>,
+    ) -> StoreResult<Vec<ApiKey>> {
+        accounts::list_api_keys(self, account_id, Some(page)).await
     }
     async fn revoke_api_key(
         &self,
@@ -146,7 +173,14 @@ impl<D: Dialect> Store for SqlStore<D> {
         skills::find_skills_by_slug(self, workspace_ids, slug).await
     }
     async fn list_skills(&self, workspace_ids: &[String]) -> StoreResult<Vec<Skill>> {
-        skills::list_skills(self, workspace_ids).await
+        skills::list_skills(self, workspace_ids, None).await
+    }
+    async fn list_skills_page(
+        &self,
+        workspace_ids: &[String],
+        page: &KeysetPage<SlugKey>,
+    ) -> StoreResult<Vec<Skill>> {
+        skills::list_skills(self, workspace_ids, Some(page)).await
     }
     async fn served_skills(&self, page: &ServedPage) -> StoreResult<Vec<ServedSkill>> {
         skills::served_skills(self, page).await
@@ -171,7 +205,14 @@ impl<D: Dialect> Store for SqlStore<D> {
         skills::published_revision(self, skill_id).await
     }
     async fn list_revisions(&self, skill_id: &str) -> StoreResult<Vec<Revision>> {
-        skills::list_revisions(self, skill_id).await
+        skills::list_revisions(self, skill_id, None).await
+    }
+    async fn list_revisions_page(
+        &self,
+        skill_id: &str,
+        page: &KeysetPage<i64>,
+    ) -> StoreResult<Vec<Revision>> {
+        skills::list_revisions(self, skill_id, Some(page)).await
     }
     async fn component_bytes(
         &self,

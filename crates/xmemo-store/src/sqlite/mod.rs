@@ -98,6 +98,9 @@ impl SqlStore<Sqlite> {
     /// Opens the database file; with `migrate == false` nothing is changed and a schema that
     /// is behind this binary is refused (for operators who migrate explicitly).
     pub async fn open_with(path: &Path, migrate: bool) -> StoreResult<Self> {
+        create_private_file(path).map_err(|e| {
+            StoreError::Unavailable(format!("cannot create {}: {e}", path.display()))
+        })?;
         let options = SqliteConnectOptions::new()
             .filename(path)
             .create_if_missing(true)
@@ -133,12 +136,47 @@ impl SqlStore<Sqlite> {
         Ok(Self::from_pools(reader, writer))
     }
 
+    /// The file a `sqlite:` URL names (`sqlite://path` or `sqlite:path`).
+    pub fn url_path(url: &str) -> Option<&Path> {
+        url.strip_prefix("sqlite://")
+            .or_else(|| url.strip_prefix("sqlite:"))
+            .map(Path::new)
+    }
+
     /// `sqlite://path` or `sqlite:path` URL.
     pub async fn open_url(url: &str, migrate: bool) -> StoreResult<Self> {
-        let path = url
-            .strip_prefix("sqlite://")
-            .or_else(|| url.strip_prefix("sqlite:"))
+        let path = Self::url_path(url)
             .ok_or_else(|| StoreError::Unavailable("not a sqlite: URL".into()))?;
-        Self::open_with(Path::new(path), migrate).await
+        Self::open_with(path, migrate).await
+    }
+}
+
+/// Mode of a database file this store creates: the file holds every skill and key hash.
+pub const DATABASE_FILE_MODE: u32 = 0o600;
+
+/// Creates a missing database file empty (a valid empty SQLite database) with mode 0600 before
+/// SQLite opens it, whatever the umask: SQLite itself would create it 0644 minus the umask.
+/// Its `-wal` and `-shm` files are created later by SQLite with the database file's own
+/// mode, so they are 0600 too. An existing file is left as it is (`xmemo admin doctor`
+/// reports one that is too open).
+fn create_private_file(path: &Path) -> std::io::Result<()> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(DATABASE_FILE_MODE);
+    }
+    match options.open(path) {
+        Ok(file) => {
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                file.set_permissions(std::fs::Permissions::from_mode(DATABASE_FILE_MODE))?;
+            }
+            file.sync_all()
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(e),
     }
 }
