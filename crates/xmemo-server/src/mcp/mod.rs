@@ -26,6 +26,8 @@ mod strict_json;
 pub mod tools;
 mod wire;
 
+pub use wire::RewrittenPlainText;
+
 use crate::auth::Principal;
 use crate::error::ServiceError;
 use crate::rest::{self, AppState};

@@ -74,6 +74,12 @@ pub fn request_id(value: &Value) -> Option<Value> {
     }
 }
 
+/// Marks (in the response's extensions, which never leave the process) an answer that
+/// [`ensure_jsonrpc`] had to rewrite, so in-process tests and the fuzzer can tell a gap in the
+/// pre-dispatch checks from an answer that was right in the first place.
+#[derive(Debug, Clone, Copy)]
+pub struct RewrittenPlainText;
+
 /// Passes JSON, SSE and empty answers through; rewrites any other body into a JSON-RPC error
 /// with the same 4xx status (a 5xx becomes 503, per decisions.md, with a generic message).
 /// Reaching the rewrite means a check in [`super::precheck`] let through something rmcp
@@ -114,6 +120,7 @@ pub async fn ensure_jsonrpc(response: Response) -> Response {
         ),
     };
     let mut rewritten = rejection(status, &err);
+    rewritten.extensions_mut().insert(RewrittenPlainText);
     // Keep what the status relies on (`Allow` of a 405, a challenge), not the old body's type.
     for (name, value) in parts.headers.iter() {
         if name != header::CONTENT_TYPE && name != header::CONTENT_LENGTH {
@@ -169,9 +176,9 @@ mod tests {
 
     #[tokio::test]
     async fn plain_text_from_rmcp_becomes_json_rpc_and_json_passes_untouched() {
-        let (status, ct, body) =
-            body_of(ensure_jsonrpc(plain(StatusCode::NOT_ACCEPTABLE, "Not Acceptable")).await)
-                .await;
+        let rewritten = ensure_jsonrpc(plain(StatusCode::NOT_ACCEPTABLE, "Not Acceptable")).await;
+        assert!(rewritten.extensions().get::<RewrittenPlainText>().is_some());
+        let (status, ct, body) = body_of(rewritten).await;
         assert_eq!(status, StatusCode::NOT_ACCEPTABLE);
         assert_eq!(ct.as_deref(), Some("application/json"));
         assert_eq!(body["jsonrpc"], "2.0");
@@ -196,7 +203,9 @@ mod tests {
         );
 
         let json_answer = error_response(StatusCode::OK, Some(json!(3)), -32601, "m", None);
-        let (status, _, body) = body_of(ensure_jsonrpc(json_answer).await).await;
+        let untouched = ensure_jsonrpc(json_answer).await;
+        assert!(untouched.extensions().get::<RewrittenPlainText>().is_none());
+        let (status, _, body) = body_of(untouched).await;
         assert_eq!((status, body["id"].clone()), (StatusCode::OK, json!(3)));
 
         let accepted = Response::builder()
