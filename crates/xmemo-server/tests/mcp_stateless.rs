@@ -239,6 +239,22 @@ async fn every_refusal_on_mcp_is_a_json_rpc_body() {
         assert!(supported.contains(&json!(v)), "{v} in {supported:?}");
     }
 
+    // The same for a notification whose `_meta` names that version: rmcp reads a version from
+    // a request's `_meta` only, and answered plain text (found by fuzz/mcp_jsonrpc).
+    let notification = r#"{"jsonrpc":"2.0","method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"1999-01-01","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+    let resp = s
+        .post_raw(
+            "/mcp",
+            Some(&key),
+            &[("mcp-protocol-version", "1999-01-01")],
+            notification,
+        )
+        .await;
+    let (status, _, body) = json_of(resp).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_jsonrpc_error(&body, -32022, "VALIDATION_ERROR");
+    assert!(body.get("id").is_none(), "{body}");
+
     // Media types (plain-text 406 / 415 before).
     let raw = |accept: &'static str, content_type: &'static str| {
         reqwest::Client::new()

@@ -16,13 +16,12 @@ use super::wire::{
 use crate::error::ServiceError;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::Response;
-use rmcp::model::{ClientJsonRpcMessage, ClientRequest, ProtocolVersion};
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, GetMeta, ProtocolVersion};
 use serde_json::{Value, json};
 
 pub const JSON: &str = "application/json";
 pub const EVENT_STREAM: &str = "text/event-stream";
 pub const PROTOCOL_VERSION_HEADER: &str = "mcp-protocol-version";
-pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 
 /// The protocol versions this server implements (what `server/discover` lists and what
 /// `UnsupportedProtocolVersionError` names): every version rmcp knows.
@@ -58,7 +57,7 @@ pub fn precheck(headers: &HeaderMap, body: &[u8]) -> Result<(), Response> {
             });
         }
     };
-    check_protocol_version(headers, &value, &message, id)
+    check_protocol_version(headers, &message, id)
 }
 
 fn bad(id: Option<Value>, code: i64, message: String) -> Response {
@@ -216,7 +215,6 @@ fn check_envelope(value: &Value) -> Result<(), Response> {
 #[allow(clippy::result_large_err)]
 fn check_protocol_version(
     headers: &HeaderMap,
-    value: &Value,
     message: &ClientJsonRpcMessage,
     id: Option<Value>,
 ) -> Result<(), Response> {
@@ -237,14 +235,14 @@ fn check_protocol_version(
             Some(err.to_body()),
         ));
     };
-    let in_meta = value
-        .pointer("/params/_meta")
-        .and_then(|m| m.get(META_PROTOCOL_VERSION))
-        .is_some_and(Value::is_string);
-    let is_initialize = matches!(
-        message,
-        ClientJsonRpcMessage::Request(r) if matches!(r.request, ClientRequest::InitializeRequest(_))
-    );
+    // Read as rmcp reads it: only a request's `_meta` counts, not a notification's.
+    let (in_meta, is_initialize) = match message {
+        ClientJsonRpcMessage::Request(r) => (
+            r.request.get_meta().protocol_version().is_some(),
+            matches!(r.request, ClientRequest::InitializeRequest(_)),
+        ),
+        _ => (false, false),
+    };
     if in_meta || is_initialize || SUPPORTED_VERSIONS.iter().any(|v| v.as_str() == requested) {
         return Ok(());
     }
@@ -367,6 +365,15 @@ mod tests {
                 with_meta
             ),
             None
+        );
+        // A notification's `_meta` does not count (found by fuzzing: rmcp answered plain text).
+        let notification = r#"{"jsonrpc":"2.0","method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"1999-01-01"}}}"#;
+        assert_eq!(
+            status(
+                &headers(&[(PROTOCOL_VERSION_HEADER, "1999-01-01")]),
+                notification
+            ),
+            Some(StatusCode::BAD_REQUEST)
         );
         let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"1999-01-01","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}"#;
         assert_eq!(
