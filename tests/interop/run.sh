@@ -40,6 +40,9 @@ SCENARIOS=(
   "prompts-list /mcp"
   "logging-set-level /mcp"
   "server-stateless /mcp/conformance"
+  "http-header-validation /mcp"
+  "caching /mcp"
+  "sep-2164-resource-not-found /mcp"
 )
 
 log() { printf 'interop: %s\n' "$*" >&2; }
