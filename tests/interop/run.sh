@@ -23,18 +23,26 @@ FAILED=0
 SERVER_PID=""
 PROXY_PID=""
 
-# Conformance scenarios that need no fixtures built into the server. The others need
-# test_* tools/resources/prompts, or capabilities xmemo does not offer (see docs/mcp.md).
+# Conformance scenarios and the path each runs against. Most need nothing but xmemo's own
+# surface (/mcp). server-stateless (MCP 2026-07-28) also calls three diagnostic tools to observe
+# rules xmemo keeps by construction (no client capability needed, no request or log sent to the
+# client); the server lists them only on /mcp/conformance, with
+# XMEMO_MCP_CONFORMANCE_FIXTURES=1. The remaining scenarios need the suite's test_*
+# tools/resources/prompts, or capabilities xmemo does not offer (see docs/mcp.md).
 SCENARIOS=(
-  server-initialize
-  ping
-  tools-list
-  resources-list
-  dns-rebinding-protection
-  server-sse-multiple-streams
-  server-sse-polling
-  prompts-list
-  logging-set-level
+  "server-initialize /mcp"
+  "ping /mcp"
+  "tools-list /mcp"
+  "resources-list /mcp"
+  "dns-rebinding-protection /mcp"
+  "server-sse-multiple-streams /mcp"
+  "server-sse-polling /mcp"
+  "prompts-list /mcp"
+  "logging-set-level /mcp"
+  "server-stateless /mcp/conformance"
+  "http-header-validation /mcp"
+  "caching /mcp"
+  "sep-2164-resource-not-found /mcp"
 )
 
 log() { printf 'interop: %s\n' "$*" >&2; }
@@ -146,7 +154,7 @@ mkdir -p "$WORK/run"
 (
   cd "$WORK/run" &&
     exec env -u XMEMO_CONFIG -u XMEMO_DATABASE_URL -u XMEMO_PUBLIC_URL -u XMEMO_ALLOWED_HOSTS \
-      -u XMEMO_EXECUTE_PROFILES -u XMEMO_MCP_CONTRACT XMEMO_LOG=warn \
+      -u XMEMO_EXECUTE_PROFILES -u XMEMO_MCP_CONTRACT XMEMO_LOG=warn XMEMO_MCP_CONFORMANCE_FIXTURES=1 \
       "$BIN" serve --listen "127.0.0.1:$PORT" --data-dir "$WORK/data"
 ) >"$WORK/server.log" 2>&1 &
 SERVER_PID=$!
@@ -199,9 +207,10 @@ PPORT="$(free_port)"
 node "$HERE/conformance/auth-proxy.mjs" "$PPORT" "$URL" "$KEY" >"$WORK/proxy.log" 2>&1 &
 PROXY_PID=$!
 wait_http "http://127.0.0.1:$PPORT/healthz" 15 || setup_failed "auth proxy did not start"
-for scenario in "${SCENARIOS[@]}"; do
+for entry in "${SCENARIOS[@]}"; do
+  read -r scenario path <<<"$entry"
   run_check "conformance $scenario" timeout 120 \
-    "$NODE22" "$CONFORMANCE" server --url "http://localhost:$PPORT/mcp" --scenario "$scenario" \
+    "$NODE22" "$CONFORMANCE" server --url "http://localhost:$PPORT$path" --scenario "$scenario" \
     -o "$WORK/conformance"
 done
 

@@ -286,25 +286,16 @@ impl Bridge {
                 .into_iter()
                 .collect()
         };
-        let jsonrpc: Vec<&Value> = messages
-            .iter()
-            .filter(|m| m.get("jsonrpc").is_some())
-            .collect();
-        if !jsonrpc.is_empty() {
-            for m in jsonrpc {
-                if method.as_deref() == Some("initialize") {
-                    self.remember_version(m);
-                }
-                self.emit(m);
-            }
-            return;
-        }
-        let Some(id) = id else { return };
-        let spec_error = messages
-            .first()
-            .filter(|m| m.get("error").is_some())
-            .cloned();
+        // The SPEC error object: in a JSON-RPC error's `data`, or the whole body of an older
+        // server.
+        let spec_error = messages.first().and_then(|m| {
+            m.pointer("/error/data")
+                .filter(|d| d.get("error").is_some())
+                .or_else(|| (m.get("jsonrpc").is_none() && m.get("error").is_some()).then_some(m))
+                .cloned()
+        });
         if status == reqwest::StatusCode::UNAUTHORIZED {
+            let Some(id) = id else { return };
             eprintln!(
                 "xmemo mcp: the server at {} rejected XMEMO_KEY (invalid, revoked or expired)",
                 self.base_url
@@ -317,6 +308,31 @@ impl Bridge {
             );
             return;
         }
+        let jsonrpc: Vec<&Value> = messages
+            .iter()
+            .filter(|m| m.get("jsonrpc").is_some())
+            .collect();
+        if !jsonrpc.is_empty() {
+            for m in jsonrpc {
+                if method.as_deref() == Some("initialize") {
+                    self.remember_version(m);
+                }
+                match (m, &id) {
+                    // Refused before the server read the body (a guard, a profile), so it could
+                    // not name the request; on stdio the id is how the host matches answers.
+                    (Value::Object(obj), Some(id))
+                        if obj.contains_key("error") && !obj.contains_key("id") =>
+                    {
+                        let mut answered = obj.clone();
+                        answered.insert("id".into(), id.clone());
+                        self.emit(&Value::Object(answered));
+                    }
+                    _ => self.emit(m),
+                }
+            }
+            return;
+        }
+        let Some(id) = id else { return };
         let detail = spec_error
             .as_ref()
             .and_then(|e| e.pointer("/error/message"))

@@ -87,6 +87,15 @@ pub struct McpArgs {
     /// config/mcp-documentation-contract.json
     #[arg(long, env = "XMEMO_MCP_CONTRACT")]
     pub mcp_contract: Option<PathBuf>,
+    /// Serve the MCP conformance suite's diagnostic tools on /mcp/conformance (for the
+    /// interoperability tests; they touch no data)
+    #[arg(
+        long,
+        env = "XMEMO_MCP_CONFORMANCE_FIXTURES",
+        hide = true,
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
+    pub mcp_conformance_fixtures: bool,
 }
 
 #[derive(clap::Args, Debug, Clone, Default)]
@@ -297,6 +306,7 @@ fn resolve_mcp(args: &McpArgs, file: &FileSettings) -> xmemo_server::mcp::McpCon
         allowed_hosts: list(&args.allowed_hosts, &file.allowed_hosts),
         allowed_origins: list(&args.allowed_origins, &file.allowed_origins),
         execute_profiles: list(&args.execute_profiles, &file.execute_profiles),
+        conformance_fixtures: args.mcp_conformance_fixtures,
     }
 }
 

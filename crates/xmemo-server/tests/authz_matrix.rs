@@ -1090,7 +1090,12 @@ fn rest_outcome(r: &Reply) -> String {
 
 fn mcp_outcome(r: &Reply, catalog: bool) -> String {
     if r.status.as_u16() != 200 {
-        return rest_outcome(r);
+        // Refused before JSON-RPC dispatch: the HTTP status, and the SPEC code the JSON-RPC
+        // error carries in `data`.
+        return match r.body["error"]["data"]["error"]["code"].as_str() {
+            Some(code) => format!("{} {code}", r.status.as_u16()),
+            None => rest_outcome(r),
+        };
     }
     if let Some(error) = r.body.get("error") {
         return match error["data"]["error"]["code"].as_str() {

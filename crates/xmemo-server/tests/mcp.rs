@@ -559,7 +559,8 @@ async fn every_spec_error_code_is_reachable_through_mcp() {
             s.url
         )));
         let body: Value = resp.json().await.expect("json");
-        assert_eq!(body["error"]["code"], "AUTH_REQUIRED");
+        assert_eq!(body["jsonrpc"], "2.0");
+        assert_eq!(body["error"]["data"]["error"]["code"], "AUTH_REQUIRED");
     }
     assert!(
         s.client_with("/mcp", "xmk_wrong", &[], Lifecycle::Initialize)

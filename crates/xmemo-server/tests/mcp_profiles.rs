@@ -222,7 +222,7 @@ async fn the_profile_comes_from_the_key_unless_the_path_names_one() {
         .await;
     assert_eq!(resp.status().as_u16(), 403);
     let body: Value = resp.json().await.expect("json");
-    assert_eq!(body["error"]["code"], "PERMISSION_DENIED");
+    assert_eq!(body["error"]["data"]["error"]["code"], "PERMISSION_DENIED");
     let ok_path = s.client("/mcp/generic-public", &odd_key).await;
     assert_eq!(tools(&ok_path).await, with_memory_tools(&[]));
 }

@@ -2,13 +2,14 @@
 //! authentication exactly as for REST, the RFC 9728 protected-resource metadata and the 401
 //! that points to it.
 
+use super::wire;
 use crate::error::ServiceError;
 use crate::rest::extract::Authed;
 use crate::rest::{AppState, ServerInfo};
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Json, Response};
+use axum::response::Response;
 use serde_json::json;
 
 use crate::auth::Principal;
@@ -153,11 +154,10 @@ impl HostGuard {
 }
 
 fn forbidden(message: &str) -> Response {
-    (
+    wire::rejection(
         StatusCode::FORBIDDEN,
-        Json(ServiceError::PermissionDenied(message.to_string()).to_body()),
+        &ServiceError::PermissionDenied(message.to_string()),
     )
-        .into_response()
 }
 
 fn base_url(info: &ServerInfo) -> &str {
@@ -191,14 +191,15 @@ pub async fn authenticate(parts: &mut Parts, state: &AppState) -> Result<Princip
             if matches!(err, ServiceError::AuthRequired(_)) {
                 Err(unauthorized(&err, &state.info, presented))
             } else {
-                Err(crate::rest::ApiError(err).into_response())
+                Err(wire::spec_rejection(&err))
             }
         }
     }
 }
 
-/// 401 with the SPEC error body and a `WWW-Authenticate` challenge naming the metadata
-/// document, so OAuth-capable clients can discover how to get a token.
+/// 401 with a JSON-RPC error (the SPEC error object in `data`) and a `WWW-Authenticate`
+/// challenge naming the metadata document, so OAuth-capable clients can discover how to get
+/// a token.
 pub fn unauthorized(err: &ServiceError, info: &ServerInfo, presented: bool) -> Response {
     let mut challenge = format!(
         "Bearer resource_metadata=\"{}\"",
@@ -207,7 +208,7 @@ pub fn unauthorized(err: &ServiceError, info: &ServerInfo, presented: bool) -> R
     if presented {
         challenge.push_str(", error=\"invalid_token\"");
     }
-    let mut response = (StatusCode::UNAUTHORIZED, Json(err.to_body())).into_response();
+    let mut response = wire::rejection(StatusCode::UNAUTHORIZED, err);
     if let Ok(value) = HeaderValue::from_str(&challenge) {
         response
             .headers_mut()

@@ -2,19 +2,32 @@
 //! (rmcp), stateless so any node behind a load balancer can answer any request.
 //!
 //! A request crosses, in order: DNS-rebinding protection ([`auth::HostGuard`]), profile
-//! resolution (path, else the key's), authentication exactly as for REST, JSON-RPC framing
-//! checks ([`wire`]), then rmcp, which hands it to [`McpHandler`]. The handler only
-//! translates: tools go through the [`tools`] registry filtered by the caller's
-//! [`profiles::Profile`], skills through [`skills_ext`]; every rule lives in the service layer.
+//! resolution (path, else the key's), authentication exactly as for REST, the pre-dispatch
+//! checks ([`precheck`]: media types, one unambiguous JSON-RPC message, the protocol-version
+//! header), then rmcp, which hands it to [`McpHandler`]. Every body the endpoint answers is
+//! JSON-RPC or SSE of JSON-RPC ([`wire`]). The handler only translates: tools go through the
+//! [`tools`] registry filtered by the caller's [`profiles::Profile`], skills through
+//! [`skills_ext`]; every rule lives in the service layer.
+//!
+//! Two protocol eras share the endpoint (MCP 2026-07-28, Versioning): a request carrying its
+//! protocol version in `_meta` is served as 2026-07-28 defines, so the methods that revision
+//! removed (`initialize`, `ping`, `logging/setLevel`, `resources/subscribe`/`unsubscribe`)
+//! are unknown to it (404, -32601); an `initialize` without it opens the legacy lifecycle
+//! (2024-11-05 to 2025-11-25), statelessly.
 
 pub mod auth;
+mod conformance;
 mod errors;
 mod memory_tools;
+mod precheck;
 pub mod profiles;
 mod prompts;
 pub mod skills_ext;
+mod strict_json;
 pub mod tools;
 mod wire;
+
+pub use wire::RewrittenPlainText;
 
 use crate::auth::Principal;
 use crate::error::ServiceError;
@@ -25,12 +38,13 @@ use axum::body::Body;
 use axum::extract::{Path, Request, State};
 use axum::http::request::Parts;
 use axum::http::{Method, StatusCode};
-use axum::response::{IntoResponse, Json, Response};
+use axum::response::{Json, Response};
 use axum::routing::{any, get};
 use profiles::{ContractError, Profile, Profiles};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, GetSkillRequestParams, GetSkillResult, Implementation,
-    ListResourcesResult, ListSkillsResult, ListToolsResult, PaginatedRequestParams,
+    CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, GetSkillRequestParams,
+    GetSkillResult, Implementation, InitializeRequestParams, InitializeResult, ListResourcesResult,
+    ListSkillsResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
     ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
@@ -38,6 +52,7 @@ use rmcp::transport::streamable_http_server::session::never::NeverSessionManager
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::json;
+use std::borrow::Cow;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -54,6 +69,9 @@ pub struct McpConfig {
     pub allowed_origins: Vec<String>,
     /// Profiles in which `execute_cloud_skill` is exposed (none by default).
     pub execute_profiles: Vec<String>,
+    /// Serve the conformance suite's diagnostic tools on `/mcp/conformance` (tests only;
+    /// `XMEMO_MCP_CONFORMANCE_FIXTURES=1`). They touch no data.
+    pub conformance_fixtures: bool,
 }
 
 impl McpConfig {
@@ -69,6 +87,8 @@ impl McpConfig {
 pub struct Caller {
     pub principal: Principal,
     pub profile: Profile,
+    /// Connected on the conformance path: the diagnostic tools are listed and callable.
+    pub fixtures: bool,
 }
 
 const INSTRUCTIONS: &str = "xmemo holds the user's Cloud Skills: saved procedures (SOPs, \
@@ -101,6 +121,68 @@ fn caller(ctx: &RequestContext<RoleServer>) -> Result<Caller, ErrorData> {
         .ok_or_else(|| ErrorData::internal_error("request reached MCP without a caller", None))
 }
 
+/// Whether the request is served as MCP 2026-07-28 or later (its `_meta` names the version);
+/// rmcp has already checked that version is supported and agrees with the header.
+fn is_modern(ctx: &RequestContext<RoleServer>) -> bool {
+    ctx.meta
+        .protocol_version()
+        .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
+}
+
+/// Methods the 2026-07-28 revision removed (its changelog; `ping` and the two subscription
+/// methods rmcp already refuses itself when their params parse).
+const REMOVED_IN_2026_07_28: &[&str] = &[
+    "initialize",
+    "ping",
+    "logging/setLevel",
+    "resources/subscribe",
+    "resources/unsubscribe",
+];
+
+/// Methods rmcp models. One that reaches [`McpHandler::on_custom_request`] had params rmcp
+/// could not parse.
+const STANDARD_METHODS: &[&str] = &[
+    "initialize",
+    "ping",
+    "server/discover",
+    "completion/complete",
+    "logging/setLevel",
+    "prompts/get",
+    "prompts/list",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "resources/directory/read",
+    "subscriptions/listen",
+    "tools/call",
+    "tools/list",
+    "tasks/get",
+    "tasks/update",
+    "tasks/cancel",
+    "skills/list",
+    "skills/get",
+];
+
+/// `-32601`; on the 2026-07-28 path rmcp answers it with HTTP 404, as that revision requires.
+fn method_not_found(method: &str, removed: bool) -> ErrorData {
+    let message = if removed {
+        format!(
+            "Method not found: `{method}` is not part of MCP 2026-07-28 (requests carry their \
+             protocol version in _meta instead); legacy clients use it without that _meta"
+        )
+    } else {
+        format!("Method not found: `{method}`")
+    };
+    let body = ServiceError::NotFound(message.clone()).to_body();
+    ErrorData::new(
+        rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+        message,
+        Some(body),
+    )
+}
+
 impl ServerHandler for McpHandler {
     // enable_logging: deprecated by SEP-2577, kept for clients on earlier protocol versions.
     #[allow(deprecated)]
@@ -127,6 +209,41 @@ impl ServerHandler for McpHandler {
         .with_instructions(INSTRUCTIONS)
     }
 
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(precheck::SUPPORTED_VERSIONS)
+    }
+
+    /// The legacy handshake; a request that carries 2026-07-28 `_meta` is in the era without
+    /// one, where `initialize` is an unknown method.
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        if is_modern(&ctx) {
+            return Err(method_not_found("initialize", true));
+        }
+        ctx.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
+    /// rmcp hands over unknown methods and known methods whose params it could not parse.
+    /// The latter are invalid params, unless the request's protocol era has no such method.
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        let method = request.method.as_str();
+        let removed = is_modern(&ctx) && REMOVED_IN_2026_07_28.contains(&method);
+        if STANDARD_METHODS.contains(&method) && !removed {
+            let message = format!("Invalid params for `{method}`");
+            let body = ServiceError::Validation(message.clone(), None).to_body();
+            return Err(ErrorData::invalid_params(message, Some(body)));
+        }
+        Err(method_not_found(method, removed))
+    }
+
     fn get_tool(&self, name: &str) -> Option<Tool> {
         tools::find(name).map(tools::ToolDef::tool)
     }
@@ -137,9 +254,11 @@ impl ServerHandler for McpHandler {
         ctx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let caller = caller(&ctx)?;
-        Ok(ListToolsResult::with_all_items(
-            caller.profile.tools.iter().map(|t| t.tool()).collect(),
-        ))
+        let mut tools: Vec<Tool> = caller.profile.tools.iter().map(|t| t.tool()).collect();
+        if caller.fixtures {
+            tools.extend(conformance::tools());
+        }
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     async fn call_tool(
@@ -149,6 +268,11 @@ impl ServerHandler for McpHandler {
     ) -> Result<CallToolResponse, ErrorData> {
         let caller = caller(&ctx)?;
         let name = request.name.as_ref();
+        if caller.fixtures
+            && let Some(answer) = conformance::call(name, &ctx).await
+        {
+            return answer;
+        }
         let Some(tool) = caller.profile.tool(name) else {
             return Err(refused_tool(name, &caller.profile));
         };
@@ -199,14 +323,18 @@ impl ServerHandler for McpHandler {
             .map(Into::into)
     }
 
-    /// xmemo sends no log notifications; the level is accepted so clients that set it work.
-    /// Logging is deprecated by SEP-2577, but clients on earlier protocol versions send it.
+    /// xmemo sends no log notifications; the level is accepted so clients on the legacy
+    /// protocol versions that set it work. 2026-07-28 removed the method (a request asks for
+    /// logs in its own `_meta` instead).
     #[allow(deprecated)]
     async fn set_level(
         &self,
         _request: rmcp::model::SetLevelRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
+        if is_modern(&ctx) {
+            return Err(method_not_found("logging/setLevel", true));
+        }
         caller(&ctx).map(|_| ())
     }
 
@@ -258,6 +386,7 @@ struct McpRuntime {
     http: Result<StreamableHttpService<McpHandler, NeverSessionManager>, String>,
     profiles: Arc<Profiles>,
     guard: auth::HostGuard,
+    fixtures: bool,
 }
 
 impl McpRuntime {
@@ -300,6 +429,7 @@ impl McpRuntime {
             http,
             profiles: Arc::new(profiles),
             guard,
+            fixtures: config.conformance_fixtures,
         }
     }
 
@@ -316,22 +446,27 @@ impl McpRuntime {
         let http = match &self.http {
             Ok(h) => h,
             Err(reason) => {
-                return rest::ApiError(ServiceError::Unavailable(format!(
+                return wire::spec_rejection(&ServiceError::Unavailable(format!(
                     "MCP is disabled on this server: {reason}"
-                )))
-                .into_response();
+                )));
             }
         };
+        let fixtures = self.fixtures && path_profile.as_deref() == Some(conformance::PROFILE);
         let path_profile = match path_profile {
             None => None,
+            // The fixtures come on top of the default profile's tools.
+            Some(_) if fixtures => self.profiles.get(self.profiles.default_profile()).map(|p| {
+                let mut p = p.clone();
+                p.name = conformance::PROFILE.to_string();
+                p
+            }),
             Some(name) => match self.profiles.get(&name) {
                 Some(p) => Some(p.clone()),
                 None => {
-                    return rest::ApiError(ServiceError::NotFound(format!(
+                    return wire::spec_rejection(&ServiceError::NotFound(format!(
                         "no MCP client profile `{name}` (known: {})",
                         self.profiles.names().collect::<Vec<_>>().join(", ")
-                    )))
-                    .into_response();
+                    )));
                 }
             },
         };
@@ -349,55 +484,58 @@ impl McpRuntime {
                 match self.profiles.get(&name) {
                     Some(p) => p.clone(),
                     None => {
-                        return rest::ApiError(ServiceError::PermissionDenied(format!(
+                        return wire::spec_rejection(&ServiceError::PermissionDenied(format!(
                             "this key's client profile `{name}` is not an MCP profile of this server; connect to /mcp/{{profile}} with one of: {}",
                             self.profiles.names().collect::<Vec<_>>().join(", ")
-                        )))
-                        .into_response();
+                        )));
                     }
                 }
             }
         };
+        if parts.method != Method::POST {
+            return wire::method_not_allowed(&parts.method);
+        }
         // Saves made over MCP are attributed to the profile actually served.
         principal.client_profile = Some(profile.name.clone());
-        parts.extensions.insert(Caller { principal, profile });
-        let body = if parts.method == Method::POST {
-            // Refused from Content-Length before reading, so no `100 Continue` is sent.
-            let announced_too_large = crate::http::body::declared_length(&parts.headers)
-                .is_some_and(|n| n > rest::BODY_LIMIT_BYTES as u64);
-            let read = if announced_too_large {
-                Err(())
-            } else {
-                axum::body::to_bytes(body, rest::BODY_LIMIT_BYTES)
-                    .await
-                    .map_err(drop)
-            };
-            let bytes = match read {
-                Ok(b) => b,
-                Err(()) => {
-                    let err = ServiceError::TooLarge(
-                        format!("request body exceeds {} bytes", rest::BODY_LIMIT_BYTES),
-                        None,
-                    );
-                    return wire::error_response(
-                        StatusCode::PAYLOAD_TOO_LARGE,
-                        serde_json::Value::Null,
-                        wire::INVALID_REQUEST,
-                        &err.public_message(),
-                        Some(err.to_body()),
-                    );
-                }
-            };
-            if let Err(response) = wire::precheck(&bytes) {
-                return response;
-            }
-            Body::from(bytes)
+        parts.extensions.insert(Caller {
+            principal,
+            profile,
+            fixtures,
+        });
+        // Refused from Content-Length before reading, so no `100 Continue` is sent.
+        let announced_too_large = crate::http::body::declared_length(&parts.headers)
+            .is_some_and(|n| n > rest::BODY_LIMIT_BYTES as u64);
+        let read = if announced_too_large {
+            Err(())
         } else {
-            body
+            axum::body::to_bytes(body, rest::BODY_LIMIT_BYTES)
+                .await
+                .map_err(drop)
         };
-        http.handle(Request::from_parts(parts, body))
+        let bytes = match read {
+            Ok(b) => b,
+            Err(()) => {
+                let err = ServiceError::TooLarge(
+                    format!("request body exceeds {} bytes", rest::BODY_LIMIT_BYTES),
+                    None,
+                );
+                return wire::error_response(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    None,
+                    wire::INVALID_REQUEST,
+                    &err.public_message(),
+                    Some(err.to_body()),
+                );
+            }
+        };
+        if let Err(response) = precheck::precheck(&parts.headers, &bytes) {
+            return response;
+        }
+        let response = http
+            .handle(Request::from_parts(parts, Body::from(bytes)))
             .await
-            .map(Body::new)
+            .map(Body::new);
+        wire::ensure_jsonrpc(response).await
     }
 }
 
