@@ -17,6 +17,7 @@ mod skills;
 use clap::{Args, Subcommand};
 
 pub use http::Failure;
+pub(crate) use output::print_json;
 
 /// Where the server is when neither `--url` nor `XMEMO_URL` says.
 pub const DEFAULT_URL: &str = "http://127.0.0.1:8420";

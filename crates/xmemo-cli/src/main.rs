@@ -3,7 +3,10 @@
 
 mod admin;
 mod admin_db;
+mod agent_instance;
 mod client;
+mod connect;
+mod doctor;
 mod mcp_bridge;
 mod packages;
 mod serve;
@@ -31,6 +34,12 @@ enum Command {
     Admin(admin::AdminArgs),
     /// MCP server on stdio that forwards to a remote xmemo over HTTP(S) (XMEMO_URL, XMEMO_KEY)
     Mcp(mcp_bridge::McpArgs),
+    /// Print, or merge into a client's own configuration file (--write), the MCP entry that
+    /// connects Claude Code, Cursor, Codex, VS Code, Gemini CLI or a headless runner
+    Connect(connect::ConnectArgs),
+    /// Check this machine's connection to a server: URL, XMEMO_KEY and its scopes, the MCP
+    /// endpoint's tools, OAuth metadata, the agent instance id (each failure with its fix)
+    Doctor(doctor::DoctorArgs),
     #[command(flatten)]
     Client(client::ClientCommand),
     #[command(flatten)]
@@ -54,6 +63,8 @@ fn main() -> ExitCode {
             Command::Serve(args) => serve::run(args).await,
             Command::Admin(args) => admin::run(args).await,
             Command::Mcp(args) => mcp_bridge::run(args).await,
+            Command::Connect(args) => connect::run(args).await,
+            Command::Doctor(args) => doctor::run(args).await,
             Command::Client(cmd) => client::run(cmd).await,
             Command::Packages(cmd) => packages::run(cmd).await,
         }

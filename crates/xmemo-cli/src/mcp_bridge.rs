@@ -8,15 +8,14 @@
 //! negotiated) and, from protocol 2026-07-28 on, the `Mcp-Method` / `Mcp-Name` headers.
 //! Nothing but MCP messages is written to stdout; diagnostics go to stderr.
 
+use crate::agent_instance::{attribution_value, stable_instance_id};
 use anyhow::{Context, bail};
 use base64::Engine;
 use serde_json::{Value, json};
-use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
-use xmemo_core::limits::ATTRIBUTION_MAX_CHARS;
 
 /// Largest message accepted on stdin (the server's own body limit).
 const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
@@ -71,6 +70,13 @@ pub async fn run(args: McpArgs) -> anyhow::Result<()> {
              with `xmemo keys create --name my-agent` (or in the console) and put it in the MCP \
              server's environment as XMEMO_KEY; set XMEMO_URL too if the server is not at the default address",
         )?;
+    if let Some(reference) = unexpanded_reference(&key) {
+        bail!(
+            "XMEMO_KEY reached `xmemo mcp` as the literal text `{reference}`: the MCP client did \
+             not find XMEMO_KEY in its own environment. Export XMEMO_KEY (from your secret \
+             store) in the environment the client starts from, then restart the client"
+        );
+    }
     let base_url = args.url.trim().trim_end_matches('/').to_string();
     if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
         bail!("XMEMO_URL must start with http:// or https:// (got `{base_url}`)");
@@ -397,6 +403,20 @@ impl Bridge {
     }
 }
 
+/// A variable reference an MCP client left unexpanded (`${XMEMO_KEY}`, `${env:XMEMO_KEY}`,
+/// `$XMEMO_KEY`): the configurations `xmemo connect` writes name the key this way, and a client
+/// that cannot resolve it passes the text on. No API key looks like this.
+pub(crate) fn unexpanded_reference(value: &str) -> Option<&str> {
+    let v = value.trim();
+    let braced = v.starts_with("${") && v.ends_with('}');
+    let bare = v.len() > 1
+        && v.starts_with('$')
+        && v[1..]
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_');
+    (braced || bare).then_some(v)
+}
+
 /// A header value as SEP-2243 encodes it: as is when it is plain visible ASCII, else
 /// `=?base64?…?=`.
 fn header_value(value: &str) -> String {
@@ -414,7 +434,7 @@ fn header_value(value: &str) -> String {
 }
 
 /// The JSON messages of an SSE body (`data:` lines joined per event; empty events skipped).
-fn sse_messages(body: &str) -> Vec<Value> {
+pub(crate) fn sse_messages(body: &str) -> Vec<Value> {
     let mut out = Vec::new();
     let mut data = String::new();
     let mut flush = |data: &mut String| {
@@ -439,60 +459,7 @@ fn sse_messages(body: &str) -> Vec<Value> {
     out
 }
 
-/// 1–128 printable characters (what the server accepts in attribution headers), else `None`.
-fn attribution_value(text: &str) -> Option<String> {
-    let cleaned: String = text
-        .trim()
-        .chars()
-        .filter(|c| !c.is_control())
-        .take(ATTRIBUTION_MAX_CHARS)
-        .collect();
-    let cleaned = cleaned.trim().to_string();
-    // Header values must be visible ASCII for reqwest; keep the rest out.
-    (!cleaned.is_empty() && cleaned.chars().all(|c| (' '..='~').contains(&c))).then_some(cleaned)
-}
-
-fn config_dir() -> Option<PathBuf> {
-    let xdg = std::env::var_os("XDG_CONFIG_HOME")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute());
-    xdg.or_else(|| {
-        std::env::var_os("HOME")
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute())
-            .map(|h| h.join(".config"))
-    })
-    .map(|d| d.join("xmemo"))
-}
-
-/// The instance id kept in the user's config directory, created on first use. Falls back to a
-/// fresh id (with a warning) when that directory is not writable.
-fn stable_instance_id() -> String {
-    let Some(dir) = config_dir() else {
-        eprintln!(
-            "xmemo mcp: warning: no HOME or XDG_CONFIG_HOME; using a new agent instance id for this run (set XMEMO_AGENT_INSTANCE_ID to keep one)"
-        );
-        return xmemo_core::new_id("inst");
-    };
-    let path = dir.join("agent-instance-id");
-    if let Ok(text) = std::fs::read_to_string(&path)
-        && let Some(id) = attribution_value(&text)
-    {
-        return id;
-    }
-    let id = xmemo_core::new_id("inst");
-    let written =
-        std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&path, format!("{id}\n")));
-    if let Err(e) = written {
-        eprintln!(
-            "xmemo mcp: warning: cannot save the agent instance id to {} ({e}); using a new one for this run (set XMEMO_AGENT_INSTANCE_ID to keep one)",
-            path.display()
-        );
-    }
-    id
-}
-
-fn error_chain(e: &dyn std::error::Error) -> String {
+pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {
@@ -519,6 +486,21 @@ mod tests {
     }
 
     #[test]
+    fn unexpanded_references_are_recognised() {
+        for text in [
+            "${XMEMO_KEY}",
+            "${env:XMEMO_KEY}",
+            "$XMEMO_KEY",
+            " ${input:xmemo-key} ",
+        ] {
+            assert!(unexpanded_reference(text).is_some(), "{text}");
+        }
+        for text in ["xmk_abc$def", "$", "plain", "xmk_AbC-_09"] {
+            assert!(unexpanded_reference(text).is_none(), "{text}");
+        }
+    }
+
+    #[test]
     fn header_values_are_base64_wrapped_when_needed() {
         assert_eq!(header_value("recall_cloud_skill"), "recall_cloud_skill");
         assert_eq!(
@@ -526,19 +508,5 @@ mod tests {
             "=?base64?c2tpbGw6Ly9wZXJzb25hbC/DqQ==?="
         );
         assert!(header_value(" padded").starts_with("=?base64?"));
-    }
-
-    #[test]
-    fn attribution_values_are_cleaned() {
-        assert_eq!(
-            attribution_value("  claude-code \n").as_deref(),
-            Some("claude-code")
-        );
-        assert_eq!(attribution_value("\u{1}"), None);
-        assert_eq!(
-            attribution_value(&"x".repeat(300)).map(|s| s.len()),
-            Some(128)
-        );
-        assert_eq!(attribution_value("café"), None);
     }
 }

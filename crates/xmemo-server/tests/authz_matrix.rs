@@ -223,6 +223,10 @@ fn rest_rows() -> Vec<RestRow> {
         }),
         row("GET /healthz", PUBLIC, |_, _| get("/healthz")),
         row("GET /readyz", PUBLIC, |_, _| get("/readyz")),
+        // Public even to a revoked key: a runner fetches it before it has a credential.
+        row("GET /mcp/config/autonomous-agent", PUBLIC, |_, _| {
+            get("/api/v1/mcp/config/autonomous-agent")
+        }),
         // ---- skills and recall ----
         row("GET /skills", READ, |_, _| {
             get("/api/v1/skills?query=shared&workspace=acme")

@@ -6,6 +6,7 @@ mod accounts;
 pub mod client_addr;
 mod execute;
 pub mod extract;
+pub mod mcp_config;
 mod memories;
 mod packages;
 mod skills;
@@ -79,6 +80,7 @@ pub fn api_routes() -> Router<AppState> {
         .merge(packages::routes())
         .merge(memories::routes())
         .merge(account_data::routes())
+        .merge(mcp_config::routes())
 }
 
 /// Fallback for unknown routes, in the SPEC error shape.
