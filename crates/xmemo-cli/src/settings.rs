@@ -24,7 +24,11 @@ pub struct ServeArgs {
     pub public_url: Option<String>,
     /// Do not migrate the schema on start; refuse to start when it is behind (run
     /// `xmemo admin migrate` explicitly)
-    #[arg(long, env = "XMEMO_NO_MIGRATE")]
+    #[arg(
+        long,
+        env = "XMEMO_NO_MIGRATE",
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
     pub no_migrate: bool,
     #[command(flatten)]
     pub mcp: McpArgs,

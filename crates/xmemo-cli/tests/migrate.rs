@@ -29,6 +29,15 @@ fn no_migrate_refuses_a_behind_schema_until_admin_migrate() {
         stderr.contains("schema is behind") && stderr.contains("xmemo admin migrate"),
         "{stderr}"
     );
+    // The environment variable says the same with `1`, as the README writes it.
+    let by_env = xmemo_testkit::clean_command(BIN)
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir", data])
+        .env("XMEMO_NO_MIGRATE", "1")
+        .output()
+        .expect("run xmemo");
+    assert!(!by_env.status.success());
+    let stderr = String::from_utf8_lossy(&by_env.stderr);
+    assert!(stderr.contains("schema is behind"), "{stderr}");
 
     let migrated = xmemo(&["admin", "--data-dir", data, "migrate", "--json"]);
     assert!(
