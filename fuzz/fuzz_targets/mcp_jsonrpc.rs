@@ -63,6 +63,7 @@ fn world() -> &'static World {
                     conformance_fixtures: true,
                     ..Default::default()
                 },
+                ..Default::default()
             };
             (build_app(service, info), key.trim().to_string())
         });
