@@ -5,7 +5,7 @@
 use crate::error::ValidationError;
 use crate::limits::*;
 use crate::model::MemoryKind;
-use crate::validate::{Lines, reject_controls, validate_slug};
+use crate::validate::{Lines, check_text, reject_controls, validate_slug};
 
 /// What a client asks to remember (or to become a memory's next version).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,22 +33,7 @@ pub fn validate_memory(m: &MemoryContent) -> Result<(), ValidationError> {
     }
     reject_controls("content", &m.content, Lines::Many)?;
     if let Some(title) = &m.title {
-        let chars = title.chars().count();
-        if chars > MEMORY_TITLE_MAX_CHARS {
-            return Err(ValidationError::too_many(
-                "title",
-                "characters",
-                MEMORY_TITLE_MAX_CHARS as u64,
-                chars as u64,
-            ));
-        }
-        if title.trim().is_empty() {
-            return Err(ValidationError::invalid(
-                "title",
-                "must not be empty when given",
-            ));
-        }
-        reject_controls("title", title, Lines::One)?;
+        check_text("title", title, MEMORY_TITLE_MAX_CHARS, Lines::One)?;
     }
     if m.tags.len() > MEMORY_TAGS_MAX {
         return Err(ValidationError::too_many(

@@ -64,7 +64,8 @@ pub fn validate_note(field: &str, note: &str) -> Result<(), ValidationError> {
     check_text(field, note, NOTE_MAX_CHARS, Lines::Many)
 }
 
-fn check_text(
+/// One text field: not blank, the control characters `lines` allows, at most `max_chars`.
+pub fn check_text(
     field: &str,
     value: &str,
     max_chars: usize,

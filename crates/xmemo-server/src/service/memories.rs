@@ -8,8 +8,7 @@ use crate::auth::Principal;
 use crate::error::{ServiceError, ServiceResult};
 use serde::{Deserialize, Serialize};
 use xmemo_core::limits::{
-    MEMORY_RECALL_LIMIT_DEFAULT, MEMORY_RECALL_LIMIT_MAX, MEMORY_RECALL_LIMIT_MIN, NOTE_MAX_CHARS,
-    QUERY_MAX_CHARS,
+    MEMORY_RECALL_LIMIT_DEFAULT, MEMORY_RECALL_LIMIT_MAX, MEMORY_RECALL_LIMIT_MIN, QUERY_MAX_CHARS,
 };
 use xmemo_core::memory::{
     MemoryContent, excerpt, memory_content_hash, normalize_tags, validate_memory,
@@ -233,17 +232,7 @@ fn check_reason(reason: Option<String>) -> ServiceResult<Option<String>> {
         .map(|r| r.trim().to_string())
         .filter(|r| !r.is_empty());
     if let Some(r) = &reason {
-        xmemo_core::validate::reject_controls("reason", r, xmemo_core::validate::Lines::Many)?;
-        let chars = r.chars().count();
-        if chars > NOTE_MAX_CHARS {
-            return Err(xmemo_core::ValidationError::too_many(
-                "reason",
-                "characters",
-                NOTE_MAX_CHARS as u64,
-                chars as u64,
-            )
-            .into());
-        }
+        xmemo_core::validate::validate_note("reason", r)?;
     }
     Ok(reason)
 }

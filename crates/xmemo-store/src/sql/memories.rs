@@ -21,16 +21,6 @@ fn tags_from(r: &impl Record) -> StoreResult<Vec<String>> {
         .map_err(|e| StoreError::Internal(format!("memory tags are not a JSON list: {e}")))
 }
 
-fn attribution(r: &impl Record) -> StoreResult<Attribution> {
-    Ok(Attribution {
-        account_id: r.text("account_id")?,
-        credential_id: r.opt_text("credential_id")?,
-        client_profile: r.opt_text("client_profile")?,
-        agent_id: r.opt_text("agent_id")?,
-        agent_instance_id: r.opt_text("agent_instance_id")?,
-    })
-}
-
 fn memory(r: &impl Record) -> StoreResult<Memory> {
     let project = r.text("project")?;
     Ok(Memory {
@@ -46,7 +36,7 @@ fn memory(r: &impl Record) -> StoreResult<Memory> {
         forgotten_reason: r.opt_text("forgotten_reason")?,
         forgotten_at: r.opt_text("forgotten_at")?,
         version: r.int("version")?,
-        attribution: attribution(r)?,
+        attribution: super::rows::attribution(r)?,
         account_handle: r.opt_text("account_handle")?,
         created_at: r.text("created_at")?,
         updated_at: r.text("updated_at")?,
@@ -61,7 +51,7 @@ fn version(r: &impl Record) -> StoreResult<MemoryVersion> {
         title: r.opt_text("title")?,
         content: r.text("content")?,
         tags: tags_from(r)?,
-        attribution: attribution(r)?,
+        attribution: super::rows::attribution(r)?,
         created_at: r.text("created_at")?,
     })
 }

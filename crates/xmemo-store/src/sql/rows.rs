@@ -177,7 +177,7 @@ pub fn revision(r: &impl Record, components: Vec<ComponentManifest>) -> StoreRes
     })
 }
 
-fn attribution(r: &impl Record) -> StoreResult<Attribution> {
+pub fn attribution(r: &impl Record) -> StoreResult<Attribution> {
     Ok(Attribution {
         account_id: r.text("account_id")?,
         credential_id: r.opt_text("credential_id")?,
