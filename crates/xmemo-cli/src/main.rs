@@ -6,6 +6,7 @@ mod admin_db;
 mod client;
 mod mcp_bridge;
 mod packages;
+mod password_input;
 mod serve;
 mod settings;
 

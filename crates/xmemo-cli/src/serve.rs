@@ -21,7 +21,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         settings.database_url.as_deref(),
     ) {
         tracing::warn!(path = %p.path.display(), mode = %p.mode, expected = %p.expected, fix = %p.fix,
-            "open to group or others: it holds the database or the admin key");
+            "open to group or others: it holds the database or the admin secrets");
     }
     let store = open_store_with(
         settings.database_url.as_deref(),
@@ -49,11 +49,15 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .await
         .map_err(|e| anyhow::anyhow!("first-start bootstrap failed: {e}"))?
     {
-        tracing::warn!(path = %path.display(), "created the admin account; its API key is in this file (mode 0600), shown nowhere else");
+        let password = xmemo_server::bootstrap::admin_password_path(&settings.data_dir);
+        tracing::warn!(key = %path.display(), password = %password.display(),
+            "created the admin account; its API key and its sign-in password are in these files (mode 0600), shown nowhere else");
         eprintln!(
-            "xmemo: first start — admin API key written to {} (read it with: cat {})",
+            "xmemo: first start — admin API key written to {} (read it with: cat {}); \
+             sign-in password for `admin` written to {}",
             path.display(),
-            path.display()
+            path.display(),
+            password.display()
         );
     }
     let listener = tokio::net::TcpListener::bind(&settings.listen)
@@ -71,6 +75,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             version: env!("CARGO_PKG_VERSION"),
             mcp: settings.mcp.clone(),
             trusted_proxies: limits.trusted_proxies.clone(),
+            oauth: settings.oauth.clone(),
         },
     );
     tracing::info!(

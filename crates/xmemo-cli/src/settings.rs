@@ -136,6 +136,7 @@ pub struct Settings {
     pub mcp: xmemo_server::mcp::McpConfig,
     pub fetch: xmemo_server::fetch::FetchConfig,
     pub limits: Limits,
+    pub oauth: xmemo_server::oauth::OAuthConfig,
 }
 
 /// The resolved [`LimitsArgs`].
@@ -192,6 +193,7 @@ pub fn resolve(args: &ServeArgs) -> anyhow::Result<Settings> {
         mcp,
         fetch,
         limits,
+        oauth: xmemo_server::oauth::OAuthConfig::default(),
     })
 }
 

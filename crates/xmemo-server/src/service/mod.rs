@@ -12,6 +12,7 @@ mod packages;
 pub mod page;
 mod recall;
 mod served;
+pub mod signin;
 mod skills;
 mod teams;
 pub mod types;
@@ -36,6 +37,10 @@ pub struct Service {
     executions: Arc<exec_slots::ExecutionSlots>,
     /// Failed authentications per client address (`with_auth_throttle`).
     auth_failures: Arc<crate::throttle::FailureLimiter<std::net::IpAddr>>,
+    /// Failed sign-ins per account handle (`with_login_throttle`).
+    login_failures: Arc<crate::throttle::FailureLimiter<String>>,
+    /// Lifetimes of sign-in sessions (`with_session_config`).
+    sessions: signin::SessionConfig,
 }
 
 impl Service {
@@ -51,7 +56,24 @@ impl Service {
             auth_failures: Arc::new(crate::throttle::FailureLimiter::new(
                 accounts::DEFAULT_AUTH_THROTTLE,
             )),
+            login_failures: Arc::new(crate::throttle::FailureLimiter::new(
+                signin::DEFAULT_LOGIN_THROTTLE,
+            )),
+            sessions: signin::SessionConfig::default(),
         }
+    }
+
+    /// This service with this budget of failed sign-ins per account (default: 10 in 10
+    /// minutes).
+    pub fn with_login_throttle(mut self, config: crate::throttle::LimiterConfig) -> Self {
+        self.login_failures = Arc::new(crate::throttle::FailureLimiter::new(config));
+        self
+    }
+
+    /// This service with these session lifetimes (default: 8 hours idle, 7 days at most).
+    pub fn with_session_config(mut self, config: signin::SessionConfig) -> Self {
+        self.sessions = config;
+        self
     }
 
     /// This service with these concurrent-execution caps (default: twice the CPUs, two per
