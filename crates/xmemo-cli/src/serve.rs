@@ -44,7 +44,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .with_sandbox(sandbox)
         .with_fetch_config(settings.fetch.clone())
         .with_execution_caps(limits.executions)
-        .with_auth_throttle(limits.auth_throttle);
+        .with_auth_throttle(limits.auth_throttle)
+        .with_oauth_config(settings.oauth.clone());
     if let Some(path) = bootstrap_admin(&service, &settings.data_dir)
         .await
         .map_err(|e| anyhow::anyhow!("first-start bootstrap failed: {e}"))?
@@ -75,7 +76,6 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             version: env!("CARGO_PKG_VERSION"),
             mcp: settings.mcp.clone(),
             trusted_proxies: limits.trusted_proxies.clone(),
-            oauth: settings.oauth.clone(),
         },
     );
     tracing::info!(

@@ -43,6 +43,7 @@ pub fn build_app(service: Service, info: ServerInfo) -> Router {
         .route("/openapi.json", get(openapi))
         .merge(mcp)
         .merge(crate::web::routes())
+        .merge(crate::oauth::routes())
         .fallback(rest::not_found)
         .method_not_allowed_fallback(rest::method_not_allowed)
         .with_state(state)

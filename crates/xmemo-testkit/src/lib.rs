@@ -2,6 +2,8 @@
 //! themselves, a `xmemo serve` child process, and the rule for missing dependencies
 //! ([`dependency_missing`]: fail, unless `XMEMO_TEST_ALLOW_SKIP=1`). Not part of the product.
 
+pub mod browser;
+pub mod oauth;
 mod skip;
 pub use skip::{ALLOW_SKIP_VAR, dependency_missing, skipping_allowed};
 

@@ -61,6 +61,10 @@ pub struct FetchConfig {
     /// Deadline of one whole fetch (resolution, connection, redirects, body), in seconds.
     #[serde(rename = "timeout_seconds", with = "seconds")]
     pub timeout: Duration,
+    /// PEM files of extra root certificates trusted besides the system's, for hosts with a
+    /// private CA. Tests use it with a self-signed one; empty (the default) trusts the
+    /// system's roots only.
+    pub extra_root_certificates: Vec<std::path::PathBuf>,
 }
 
 impl Default for FetchConfig {
@@ -74,6 +78,7 @@ impl Default for FetchConfig {
             max_redirects: 3,
             max_bytes: 32 << 20,
             timeout: Duration::from_secs(30),
+            extra_root_certificates: Vec::new(),
         }
     }
 }

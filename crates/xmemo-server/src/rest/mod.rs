@@ -37,8 +37,6 @@ pub struct ServerInfo {
     pub mcp: crate::mcp::McpConfig,
     /// Peers whose `X-Forwarded-For` names the client (reverse proxies); empty: none.
     pub trusted_proxies: Vec<std::net::IpAddr>,
-    /// OAuth authorization-server settings (client profiles).
-    pub oauth: crate::oauth::OAuthConfig,
 }
 
 /// A service error rendered as `{"error": {...}}` with the SPEC's HTTP status.

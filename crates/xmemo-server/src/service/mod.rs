@@ -8,6 +8,7 @@ pub mod exec_slots;
 mod execute;
 mod invitations;
 pub mod memories;
+pub mod oauth;
 mod packages;
 pub mod page;
 mod recall;
@@ -18,7 +19,7 @@ mod teams;
 pub mod types;
 
 pub use access::Access;
-pub use accounts::{DEFAULT_AUTH_THROTTLE, throttle_key};
+pub use accounts::{Audience, DEFAULT_AUTH_THROTTLE, DEFAULT_PROFILE, throttle_key};
 pub use packages::{DiffSide, ImportOptions, Imported, SkillDiff};
 pub use page::{Page, PageRequest};
 pub use served::{Served, ServedList};
@@ -41,6 +42,11 @@ pub struct Service {
     login_failures: Arc<crate::throttle::FailureLimiter<String>>,
     /// Lifetimes of sign-in sessions (`with_session_config`).
     sessions: signin::SessionConfig,
+    /// OAuth settings (`with_oauth_config`), fetched metadata documents, and the budget of
+    /// client registrations per address.
+    oauth: Arc<crate::oauth::OAuthConfig>,
+    client_documents: Arc<crate::oauth::cimd::DocumentCache>,
+    registrations: Arc<crate::throttle::FailureLimiter<std::net::IpAddr>>,
 }
 
 impl Service {
@@ -60,7 +66,25 @@ impl Service {
                 signin::DEFAULT_LOGIN_THROTTLE,
             )),
             sessions: signin::SessionConfig::default(),
+            oauth: Arc::new(crate::oauth::OAuthConfig::default()),
+            client_documents: Arc::new(crate::oauth::cimd::DocumentCache::default()),
+            registrations: Arc::new(crate::throttle::FailureLimiter::new(
+                oauth::DEFAULT_REGISTRATION_BUDGET,
+            )),
         }
+    }
+
+    /// This service with these OAuth settings (client profiles).
+    pub fn with_oauth_config(mut self, config: crate::oauth::OAuthConfig) -> Self {
+        self.oauth = Arc::new(config);
+        self
+    }
+
+    /// This service with this budget of dynamic client registrations per address (default:
+    /// 30 an hour).
+    pub fn with_registration_budget(mut self, config: crate::throttle::LimiterConfig) -> Self {
+        self.registrations = Arc::new(crate::throttle::FailureLimiter::new(config));
+        self
     }
 
     /// This service with this budget of failed sign-ins per account (default: 10 in 10

@@ -78,7 +78,8 @@ impl TestServer {
     ) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let (store, pg) = fresh_store(dir.path()).await;
-        let service = configure(Service::new(store.clone()));
+        let service =
+            configure(Service::new(store.clone()).with_oauth_config(options.oauth.clone()));
         let key_path = xmemo_server::bootstrap::bootstrap_admin(&service, dir.path())
             .await
             .expect("bootstrap")
@@ -99,7 +100,6 @@ impl TestServer {
                 version: "test",
                 trusted_proxies: options.trusted_proxies,
                 mcp: options.mcp,
-                oauth: options.oauth,
             },
         );
         tokio::spawn(serve_with(
