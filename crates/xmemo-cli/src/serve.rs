@@ -12,10 +12,18 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     init_tracing();
     let settings = resolve(&args)?;
     // Refuse to start with an MCP contract or execute-profile list the server cannot enforce.
-    settings
+    let profiles = settings
         .mcp
         .profiles()
         .map_err(|e| anyhow::anyhow!("{e}"))?;
+    for (client, profile) in &settings.oauth.client_profiles {
+        if profiles.get(profile).is_none() {
+            anyhow::bail!(
+                "OAuth client `{client}` is mapped to `{profile}`, which is not an MCP client profile of this server (known: {})",
+                profiles.names().collect::<Vec<_>>().join(", ")
+            );
+        }
+    }
     for p in xmemo_server::bootstrap::permission_problems(
         &settings.data_dir,
         settings.database_url.as_deref(),
