@@ -49,9 +49,11 @@ pub fn html(status: StatusCode, page: &impl Template, form_target: Option<&str>)
 /// Headers every page and redirect of the sign-in and OAuth flows carries.
 pub fn secure_headers(headers: &mut axum::http::HeaderMap) {
     headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    // Not `no-referrer`: with it browsers send `Origin: null` on form posts, and the
+    // same-origin check could not tell this site from any other.
     headers.insert(
         header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
+        HeaderValue::from_static("same-origin"),
     );
     headers.insert(
         header::X_CONTENT_TYPE_OPTIONS,
