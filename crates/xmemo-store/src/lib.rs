@@ -159,6 +159,8 @@ pub trait Store: Send + Sync + 'static {
         audit: AuditDraft,
     ) -> StoreResult<()>;
     async fn password_hash(&self, account_id: &str) -> StoreResult<Option<String>>;
+    /// Every account's password hash, by account id (snapshots).
+    async fn list_passwords(&self) -> StoreResult<Vec<PasswordRow>>;
     /// Stores a new session, deleting the one it `replaces` (rotation at sign-in) and every
     /// expired session, audited.
     async fn create_session(

@@ -15,6 +15,14 @@ pub struct WebSession {
     pub absolute_expires_at: String,
 }
 
+/// An account's password hash, as `xmemo admin copy` moves it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PasswordRow {
+    pub account_id: String,
+    pub password_hash: String,
+    pub updated_at: String,
+}
+
 /// A session to create: every field given by the caller (the service decides lifetimes).
 pub type NewWebSession = WebSession;
 

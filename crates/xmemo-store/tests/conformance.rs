@@ -190,6 +190,7 @@ conformance!(
     oauth_refresh_tokens_rotate_once,
     oauth_grants_list_and_revoke,
     oauth_rows_go_with_the_account,
+    passwords_travel_with_a_snapshot,
 );
 
 // ---------------------------------------------------------------------------------------------
@@ -2821,6 +2822,7 @@ mod all_cases {
     pub use super::deletion_cases::*;
     pub use super::memory_cases::*;
     pub use super::signin_cases::*;
+    pub use super::signin_snapshot_cases::*;
 }
 
 mod memory_cases {
@@ -4305,5 +4307,61 @@ mod signin_cases {
         ] {
             assert_eq!(counts[table], 0, "{table}");
         }
+    }
+}
+
+mod signin_snapshot_cases {
+    use super::*;
+
+    /// `xmemo admin copy` moves passwords (people can still sign in on the target) and no
+    /// session.
+    pub async fn passwords_travel_with_a_snapshot(db: &TestDb) {
+        let store = db.store();
+        let alice = account(&store, "alice").await;
+        account(&store, "bob").await;
+        store
+            .set_password(
+                &alice.account_id,
+                "$argon2id$v=19$copied",
+                AuditDraft::new("account.password", &actor(&alice.account_id)),
+            )
+            .await
+            .unwrap();
+        store
+            .create_session(
+                NewWebSession {
+                    session_hash: "s".repeat(64),
+                    account_id: alice.account_id.clone(),
+                    created_at: now(),
+                    idle_expires_at: "2099-01-01T00:00:00.000Z".into(),
+                    absolute_expires_at: "2099-01-01T00:00:00.000Z".into(),
+                },
+                None,
+                AuditDraft::new("session.create", &actor(&alice.account_id)),
+            )
+            .await
+            .unwrap();
+        let listed = store.list_passwords().await.unwrap();
+        assert_eq!(listed.len(), 1);
+        assert_eq!(listed[0].account_id, alice.account_id);
+        let snap = xmemo_store::snapshot::export_snapshot(store.as_ref())
+            .await
+            .unwrap();
+        assert_eq!(snap.passwords, listed);
+        let target = super::sqlite_db().await;
+        let copy = target.store();
+        copy.import_snapshot(&snap).await.unwrap();
+        assert_eq!(
+            copy.password_hash(&alice.account_id)
+                .await
+                .unwrap()
+                .as_deref(),
+            Some("$argon2id$v=19$copied")
+        );
+        assert_eq!(copy.table_counts().await.unwrap()["web_sessions"], 0);
+        let back = xmemo_store::snapshot::export_snapshot(copy.as_ref())
+            .await
+            .unwrap();
+        assert_eq!(back, snap);
     }
 }

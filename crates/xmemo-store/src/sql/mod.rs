@@ -12,7 +12,7 @@ mod migrations;
 mod oauth;
 mod page;
 mod rows;
-mod signin;
+pub(crate) mod signin;
 mod skills;
 mod snapshot;
 mod store;

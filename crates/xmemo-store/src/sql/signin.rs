@@ -2,7 +2,7 @@
 
 use super::{Dialect, SqlStore, Stmt, audit};
 use crate::model::{AuditDraft, now};
-use crate::signin::{NewWebSession, WebSession};
+use crate::signin::{NewWebSession, PasswordRow, WebSession};
 use crate::{Record, StoreResult};
 
 const SESSION_SELECT: &str = "SELECT session_hash, account_id, created_at, idle_expires_at, absolute_expires_at FROM web_sessions";
@@ -59,6 +59,40 @@ pub async fn password_hash<D: Dialect>(
     .await?
     .map(|r| r.text("password_hash"))
     .transpose()
+}
+
+pub async fn list_passwords<D: Dialect>(store: &SqlStore<D>) -> StoreResult<Vec<PasswordRow>> {
+    let mut s = store.read().await?;
+    s.all(Stmt::new(
+        "SELECT account_id, password_hash, updated_at FROM account_passwords ORDER BY account_id",
+    ))
+    .await?
+    .iter()
+    .map(|r| {
+        Ok(PasswordRow {
+            account_id: r.text("account_id")?,
+            password_hash: r.text("password_hash")?,
+            updated_at: r.text("updated_at")?,
+        })
+    })
+    .collect()
+}
+
+/// One password row as given (snapshot imports).
+pub async fn insert_password<D: Dialect>(
+    s: &mut super::Session<D>,
+    row: &PasswordRow,
+) -> StoreResult<()> {
+    s.execute(
+        Stmt::new(
+            "INSERT INTO account_passwords (account_id, password_hash, updated_at) VALUES ($1, $2, $3)",
+        )
+        .bind(&row.account_id)
+        .bind(&row.password_hash)
+        .bind(&row.updated_at),
+    )
+    .await?;
+    Ok(())
 }
 
 pub async fn create_session<D: Dialect>(

@@ -175,6 +175,9 @@ impl<D: Dialect> Store for SqlStore<D> {
     async fn password_hash(&self, account_id: &str) -> StoreResult<Option<String>> {
         signin::password_hash(self, account_id).await
     }
+    async fn list_passwords(&self) -> StoreResult<Vec<PasswordRow>> {
+        signin::list_passwords(self).await
+    }
     async fn create_session(
         &self,
         new: NewWebSession,
