@@ -114,6 +114,12 @@ impl FetchConfig {
         if self.max_bytes == 0 || self.timeout.is_zero() {
             return Err("max_bytes and timeout_seconds must be positive".into());
         }
+        for path in &self.extra_root_certificates {
+            let pem = std::fs::read(path)
+                .map_err(|e| format!("extra_root_certificates: {}: {e}", path.display()))?;
+            reqwest::Certificate::from_pem(&pem)
+                .map_err(|e| format!("extra_root_certificates: {}: {e}", path.display()))?;
+        }
         Ok(())
     }
 }
@@ -175,5 +181,10 @@ mod tests {
             ..FetchConfig::default()
         };
         assert!(bad.validate().is_err());
+        let missing_root = FetchConfig {
+            extra_root_certificates: vec!["/nonexistent/ca.pem".into()],
+            ..FetchConfig::default()
+        };
+        assert!(missing_root.validate().unwrap_err().contains("/nonexistent/ca.pem"));
     }
 }
