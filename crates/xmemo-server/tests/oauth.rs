@@ -598,8 +598,8 @@ async fn expired_codes_and_tokens_are_refused() {
         ServeOptions {
             oauth: OAuthConfig {
                 lifetimes: Lifetimes {
-                    code: Duration::from_secs(1),
-                    access: Duration::from_secs(1),
+                    code: Duration::from_secs(3),
+                    access: Duration::from_secs(3),
                     refresh: Duration::from_secs(3600),
                 },
                 ..Default::default()
@@ -611,7 +611,7 @@ async fn expired_codes_and_tokens_are_refused() {
     let flow = Flow::public(&s).await;
     let mut b = signed_in(&s).await;
     let code = flow.code(&s, &mut b).await;
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    tokio::time::sleep(Duration::from_millis(4500)).await;
     oauth_error(
         &flow.exchange(&s, &code, Some(&flow.verifier)).await,
         400,
@@ -619,8 +619,8 @@ async fn expired_codes_and_tokens_are_refused() {
     );
     let tokens = flow.tokens(&s, &mut b).await;
     let access = tokens["access_token"].as_str().unwrap();
-    assert_eq!(tokens["expires_in"], 1);
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(tokens["expires_in"], 3);
+    tokio::time::sleep(Duration::from_millis(4500)).await;
     let expired = s.mcp(Some(access), "tools/list", json!({})).await;
     assert_eq!(expired.status, 401);
     let challenge = expired.headers["www-authenticate"].to_str().unwrap();

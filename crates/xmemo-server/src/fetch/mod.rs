@@ -185,6 +185,11 @@ mod tests {
             extra_root_certificates: vec!["/nonexistent/ca.pem".into()],
             ..FetchConfig::default()
         };
-        assert!(missing_root.validate().unwrap_err().contains("/nonexistent/ca.pem"));
+        assert!(
+            missing_root
+                .validate()
+                .unwrap_err()
+                .contains("/nonexistent/ca.pem")
+        );
     }
 }
