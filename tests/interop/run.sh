@@ -2,7 +2,11 @@
 # Interoperability and conformance run of xmemo's MCP surface, against clients nobody here
 # wrote: the official Python SDK (2.x) in its default mode (probes `server/discover`) and its
 # legacy `initialize` mode, over streamable HTTP and over the `xmemo mcp` stdio bridge; the
-# official TypeScript SDK (1.x) over both; and the official conformance suite.
+# official TypeScript SDK (1.x) over both; the official conformance suite (server scenarios,
+# and the authorization-server scenarios); and the whole OAuth 2.1 flow of the Python SDK with
+# a real headless Chromium (the system's /usr/bin/chromium, driven by Playwright) signing in
+# and approving the consent, once with dynamic registration and once with a Client ID
+# Metadata Document served over https with a throwaway CA the server trusts for this run only.
 #
 # Sets itself up on a fresh machine (python venv + npm packages in a cache dir / the
 # tests/interop packages; Node 22 for the conformance suite comes from the npm package
@@ -21,6 +25,7 @@ WORK="$(mktemp -d "${TMPDIR:-/tmp}/xmemo-interop.XXXXXX")"
 PASSED=0
 FAILED=0
 SERVER_PID=""
+OAUTH_PID=""
 PROXY_PID=""
 
 # Conformance scenarios and the path each runs against. Most need nothing but xmemo's own
@@ -50,6 +55,7 @@ log() { printf 'interop: %s\n' "$*" >&2; }
 cleanup() {
   [ -n "$PROXY_PID" ] && kill "$PROXY_PID" 2>/dev/null
   [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null
+  [ -n "$OAUTH_PID" ] && kill "$OAUTH_PID" 2>/dev/null
   wait 2>/dev/null
   rm -rf "$WORK"
 }
@@ -123,11 +129,16 @@ if [ ! -x "$VENV/bin/python" ]; then
   log "creating the Python venv in $VENV"
   "$PYTHON" -m venv "$VENV" || setup_failed "python venv"
 fi
-if ! "$VENV/bin/python" -c 'import importlib.metadata as m, sys; sys.exit(0 if m.version("mcp").startswith("2.") else 1)' 2>/dev/null; then
-  log "installing the MCP Python SDK (pip install 'mcp>=2,<3')"
+if ! "$VENV/bin/python" -c 'import importlib.metadata as m, sys, playwright; sys.exit(0 if m.version("mcp").startswith("2.") else 1)' 2>/dev/null; then
+  # Playwright comes from PyPI with its driver; no browser is ever downloaded (no
+  # `playwright install`): the OAuth checks use the system's Chromium.
+  log "installing the MCP Python SDK and Playwright (pip install -r python/requirements.txt)"
   "$VENV/bin/pip" install --quiet --disable-pip-version-check -r "$HERE/python/requirements.txt" ||
-    setup_failed "pip install mcp"
+    setup_failed "pip install mcp playwright"
 fi
+CHROMIUM=/usr/bin/chromium
+[ -x "$CHROMIUM" ] ||
+  setup_failed "Chromium is not installed at $CHROMIUM (Debian package chromium, which scripts/test installs): the OAuth checks sign in with a real browser"
 PY_SDK="$("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("mcp"))')"
 
 npm_ci() { # npm_ci DIR: install the locked packages unless they already are
@@ -160,6 +171,24 @@ mkdir -p "$WORK/run"
 SERVER_PID=$!
 wait_http "$URL/healthz" 30 || { cat "$WORK/server.log" >&2; setup_failed "server did not start"; }
 KEY="$(tr -d '[:space:]' <"$WORK/data/admin.key")"
+
+# A second server for the OAuth checks, whose fetcher (test-only settings, never defaults)
+# reaches `localhost` and trusts a throwaway CA, so a Client ID Metadata Document can be
+# served over https from this machine.
+"$VENV/bin/python" "$HERE/python/make_cert.py" "$WORK/tls" || setup_failed "test certificate"
+printf '[fetch]\nallow_hosts = ["localhost"]\nextra_root_certificates = ["%s"]\n' "$WORK/tls/ca.pem" >"$WORK/oauth.toml"
+OPORT="$(free_port)"
+OURL="http://127.0.0.1:$OPORT"
+(
+  cd "$WORK/run" &&
+    exec env -u XMEMO_CONFIG -u XMEMO_DATABASE_URL -u XMEMO_PUBLIC_URL -u XMEMO_ALLOWED_HOSTS \
+      -u XMEMO_EXECUTE_PROFILES -u XMEMO_MCP_CONTRACT -u XMEMO_OAUTH_CLIENT_PROFILES XMEMO_LOG=warn \
+      "$BIN" serve --listen "127.0.0.1:$OPORT" --data-dir "$WORK/odata" --config "$WORK/oauth.toml"
+) >"$WORK/oauth-server.log" 2>&1 &
+OAUTH_PID=$!
+wait_http "$OURL/healthz" 30 || { cat "$WORK/oauth-server.log" >&2; setup_failed "OAuth server did not start"; }
+OKEY="$(tr -d '[:space:]' <"$WORK/odata/admin.key")"
+OPASSWORD="$(tr -d '[:space:]' <"$WORK/odata/admin.password")"
 export XDG_CONFIG_HOME="$WORK/xdg" # the bridge keeps its generated instance id here
 
 # ---- clients -------------------------------------------------------------------------------
@@ -196,6 +225,14 @@ bridge_unreachable() {
     XMEMO_KEY=xmk_any XMEMO_URL="http://127.0.0.1:$(free_port)" "$BIN" mcp 2>/dev/null)"
   grep -q 'cannot reach the xmemo server' <<<"$out"
 }
+# ---- OAuth: the Python SDK's OAuthClientProvider, a person in Chromium -----------------------
+run_check "python-sdk $PY_SDK, OAuth with dynamic registration (Chromium signs in and approves)" \
+  timeout 180 "$VENV/bin/python" "$HERE/python/oauth_flow.py" --registration dcr \
+  --url "$OURL" --key "$OKEY" --password "$OPASSWORD"
+run_check "python-sdk $PY_SDK, OAuth with a Client ID Metadata Document over https (Chromium)" \
+  timeout 180 "$VENV/bin/python" "$HERE/python/oauth_flow.py" --registration cimd \
+  --url "$OURL" --key "$OKEY" --password "$OPASSWORD" --tls-dir "$WORK/tls" --cimd-port "$(free_port)"
+
 run_check "stdio bridge: missing XMEMO_KEY is refused clearly" bridge_missing_key
 run_check "stdio bridge: rejected XMEMO_KEY is refused clearly" bridge_rejected_key
 run_check "stdio bridge: unreachable server answers with a clear JSON-RPC error" bridge_unreachable
@@ -213,6 +250,32 @@ for entry in "${SCENARIOS[@]}"; do
     "$NODE22" "$CONFORMANCE" server --url "http://localhost:$PPORT$path" --scenario "$scenario" \
     -o "$WORK/conformance"
 done
+
+# The authorization-server scenarios (authorization-server-metadata-endpoint,
+# authorization-code-grant): the suite prints the authorization URL for a person and waits
+# for the callback on its own port; approve.py is that person, in Chromium.
+conformance_authorization() {
+  local cport client
+  cport="$(free_port)"
+  client="$("$PYTHON" - "$OURL" <<'PY'
+import json, sys, urllib.request
+body = json.dumps({"client_name": "MCP conformance suite", "redirect_uris": ["http://127.0.0.1/callback"],
+                   "token_endpoint_auth_method": "none"}).encode()
+req = urllib.request.Request(sys.argv[1] + "/oauth/register", data=body, headers={"content-type": "application/json"})
+print(json.load(urllib.request.urlopen(req, timeout=30))["client_id"])
+PY
+)" || return 1
+  "$NODE22" "$CONFORMANCE" authorization --url "$OURL" --client-id "$client" --resource "$OURL/mcp" \
+    --port "$cport" -o "$WORK/conformance-authorization" |
+    "$VENV/bin/python" "$HERE/python/approve.py" --password "$OPASSWORD" \
+      --authorize "$OURL/oauth/authorize" --callback "http://127.0.0.1:$cport/callback"
+  # Both verdicts: the suite's (its scenarios) and the browser's.
+  local status=("${PIPESTATUS[@]}")
+  [ "${status[0]}" -eq 0 ] && [ "${status[1]}" -eq 0 ]
+}
+# (No outer timeout: the suite waits at most 5 minutes for its callback, the browser 30 s.)
+run_check "conformance authorization (authorization-server-metadata-endpoint, authorization-code-grant)" \
+  conformance_authorization
 
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]

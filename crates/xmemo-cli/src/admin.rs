@@ -62,6 +62,12 @@ enum AccountCommand {
         with_key: bool,
     },
     List,
+    /// Set the account's sign-in password (for /login and OAuth consent). Read from standard
+    /// input when it is not a terminal (one line), else asked for twice without echo; never
+    /// taken from the command line. Ends the account's sessions.
+    SetPassword {
+        handle: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -171,6 +177,19 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<()> {
                 .collect::<Vec<_>>()
                 .join("\n");
             out(json!({ "accounts": accounts }), text);
+        }
+        AdminCommand::Account(AccountCommand::SetPassword { handle }) => {
+            let operator = service.operator_for(&handle).await?;
+            let account = operator.account.clone();
+            let password = crate::password_input::read("new password for ".to_string() + &handle)?;
+            service.set_password(&operator, &account, &password).await?;
+            out(
+                json!({ "account_id": account.account_id, "password_set": true }),
+                format!(
+                    "password set for {} ({}); its sessions ended",
+                    account.handle, account.account_id
+                ),
+            );
         }
         AdminCommand::Key(KeyCommand::Create {
             account,

@@ -9,6 +9,7 @@ mod accounts;
 mod execute;
 pub(crate) mod http;
 mod memories;
+mod oauth;
 mod output;
 mod save;
 pub(crate) mod skilldir;
@@ -77,6 +78,8 @@ pub enum ClientCommand {
     Memory(memories::MemoryArgs),
     /// Your account: export everything, or delete it
     Account(account::AccountArgs),
+    /// OAuth clients you let in: `xmemo oauth grants [list|revoke ID]`
+    Oauth(oauth::OauthArgs),
 }
 
 impl ClientCommand {
@@ -98,6 +101,7 @@ impl ClientCommand {
             Self::Memories(a) => &a.conn,
             Self::Memory(a) => &a.conn,
             Self::Account(a) => &a.conn,
+            Self::Oauth(a) => &a.conn,
         }
     }
 }
@@ -137,5 +141,6 @@ async fn dispatch(cmd: ClientCommand) -> anyhow::Result<()> {
         ClientCommand::Memories(a) => memories::memories(a).await,
         ClientCommand::Memory(a) => memories::memory(a).await,
         ClientCommand::Account(a) => account::account(a).await,
+        ClientCommand::Oauth(a) => oauth::oauth(a).await,
     }
 }

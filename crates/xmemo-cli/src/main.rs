@@ -9,6 +9,7 @@ mod connect;
 mod doctor;
 mod mcp_bridge;
 mod packages;
+mod password_input;
 mod serve;
 mod settings;
 

@@ -12,16 +12,24 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     init_tracing();
     let settings = resolve(&args)?;
     // Refuse to start with an MCP contract or execute-profile list the server cannot enforce.
-    settings
+    let profiles = settings
         .mcp
         .profiles()
         .map_err(|e| anyhow::anyhow!("{e}"))?;
+    for (client, profile) in &settings.oauth.client_profiles {
+        if profiles.get(profile).is_none() {
+            anyhow::bail!(
+                "OAuth client `{client}` is mapped to `{profile}`, which is not an MCP client profile of this server (known: {})",
+                profiles.names().collect::<Vec<_>>().join(", ")
+            );
+        }
+    }
     for p in xmemo_server::bootstrap::permission_problems(
         &settings.data_dir,
         settings.database_url.as_deref(),
     ) {
         tracing::warn!(path = %p.path.display(), mode = %p.mode, expected = %p.expected, fix = %p.fix,
-            "open to group or others: it holds the database or the admin key");
+            "open to group or others: it holds the database or the admin secrets");
     }
     let store = open_store_with(
         settings.database_url.as_deref(),
@@ -44,16 +52,21 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .with_sandbox(sandbox)
         .with_fetch_config(settings.fetch.clone())
         .with_execution_caps(limits.executions)
-        .with_auth_throttle(limits.auth_throttle);
+        .with_auth_throttle(limits.auth_throttle)
+        .with_oauth_config(settings.oauth.clone());
     if let Some(path) = bootstrap_admin(&service, &settings.data_dir)
         .await
         .map_err(|e| anyhow::anyhow!("first-start bootstrap failed: {e}"))?
     {
-        tracing::warn!(path = %path.display(), "created the admin account; its API key is in this file (mode 0600), shown nowhere else");
+        let password = xmemo_server::bootstrap::admin_password_path(&settings.data_dir);
+        tracing::warn!(key = %path.display(), password = %password.display(),
+            "created the admin account; its API key and its sign-in password are in these files (mode 0600), shown nowhere else");
         eprintln!(
-            "xmemo: first start — admin API key written to {} (read it with: cat {})",
+            "xmemo: first start — admin API key written to {} (read it with: cat {}); \
+             sign-in password for `admin` written to {}",
             path.display(),
-            path.display()
+            path.display(),
+            password.display()
         );
     }
     let listener = tokio::net::TcpListener::bind(&settings.listen)

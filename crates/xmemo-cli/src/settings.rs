@@ -34,6 +34,11 @@ pub struct ServeArgs {
     pub mcp: McpArgs,
     #[command(flatten)]
     pub limits: LimitsArgs,
+    /// The MCP client profile of an OAuth client's tokens, as CLIENT=PROFILE pairs
+    /// (comma-separated; CLIENT is a client_id — a registered id or a metadata-document URL —
+    /// or a client name); other clients get ordinary-full
+    #[arg(long, env = "XMEMO_OAUTH_CLIENT_PROFILES", value_delimiter = ',')]
+    pub oauth_client_profiles: Vec<String>,
 }
 
 /// Connection timeouts and caps, execution caps, authentication throttling (README
@@ -137,6 +142,8 @@ struct FileSettings {
     auth_failure_limit: Option<u32>,
     auth_failure_window_secs: Option<u64>,
     trusted_proxies: Option<Vec<String>>,
+    /// `[oauth_client_profiles]`: client id or name → MCP client profile.
+    oauth_client_profiles: Option<std::collections::BTreeMap<String, String>>,
 }
 
 /// Settings after every source is applied.
@@ -149,6 +156,7 @@ pub struct Settings {
     pub mcp: xmemo_server::mcp::McpConfig,
     pub fetch: xmemo_server::fetch::FetchConfig,
     pub limits: Limits,
+    pub oauth: xmemo_server::oauth::OAuthConfig,
 }
 
 /// The resolved [`LimitsArgs`].
@@ -192,6 +200,7 @@ pub fn resolve(args: &ServeArgs) -> anyhow::Result<Settings> {
         .validate()
         .map_err(|e| anyhow::anyhow!("invalid [fetch] settings: {e}"))?;
     let limits = resolve_limits(&args.limits, &file)?;
+    let oauth = resolve_oauth(&args.oauth_client_profiles, &file)?;
     Ok(Settings {
         listen: args
             .listen
@@ -205,6 +214,35 @@ pub fn resolve(args: &ServeArgs) -> anyhow::Result<Settings> {
         mcp,
         fetch,
         limits,
+        oauth,
+    })
+}
+
+/// Flag / environment (clap) > file, for the whole map.
+fn resolve_oauth(
+    given: &[String],
+    file: &FileSettings,
+) -> anyhow::Result<xmemo_server::oauth::OAuthConfig> {
+    let mut profiles = std::collections::BTreeMap::new();
+    let given: Vec<&str> = given
+        .iter()
+        .map(|p| p.trim())
+        .filter(|p| !p.is_empty())
+        .collect();
+    if given.is_empty() {
+        profiles = file.oauth_client_profiles.clone().unwrap_or_default();
+    } else {
+        for pair in given {
+            // The profile is the part after the last `=` (a client_id URL may hold one).
+            let (client, profile) = pair.rsplit_once('=').ok_or_else(|| {
+                anyhow::anyhow!("--oauth-client-profiles entry `{pair}` is not CLIENT=PROFILE")
+            })?;
+            profiles.insert(client.trim().to_string(), profile.trim().to_string());
+        }
+    }
+    Ok(xmemo_server::oauth::OAuthConfig {
+        client_profiles: profiles,
+        ..Default::default()
     })
 }
 
@@ -372,6 +410,26 @@ mod tests {
         assert_eq!(defaults.auth_throttle.max_failures, 20);
         assert_eq!(defaults.executions.per_account, 2);
         assert!(defaults.trusted_proxies.is_empty());
+    }
+
+    #[test]
+    fn oauth_client_profiles_from_flags_or_the_file() {
+        let from_file = file("[oauth_client_profiles]\nCursor = \"cursor-plugin\"\n");
+        let c = resolve_oauth(&[], &from_file).expect("file");
+        assert_eq!(c.profile_for("client_x", "Cursor"), "cursor-plugin");
+        assert_eq!(c.profile_for("client_x", "Other"), "ordinary-full");
+        let flags = vec!["https://app.example/c.json?v=1=claude-code".to_string()];
+        let c = resolve_oauth(&flags, &from_file).expect("flags");
+        assert_eq!(
+            c.profile_for("https://app.example/c.json?v=1", "x"),
+            "claude-code"
+        );
+        assert_eq!(
+            c.profile_for("client_x", "Cursor"),
+            "ordinary-full",
+            "flags replace the file"
+        );
+        assert!(resolve_oauth(&["no-equals".into()], &from_file).is_err());
     }
 
     #[test]

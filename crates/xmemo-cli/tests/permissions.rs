@@ -52,6 +52,11 @@ async fn serve_creates_a_private_data_dir_and_files_whatever_the_umask() {
     assert_eq!(mode(&data_dir), 0o700, "data directory");
     assert_eq!(mode(&data_dir.join("xmemo.db")), 0o600, "database");
     assert_eq!(mode(&data_dir.join("admin.key")), 0o600, "admin key");
+    assert_eq!(
+        mode(&data_dir.join("admin.password")),
+        0o600,
+        "admin password"
+    );
 
     // A write goes through the WAL: -wal and -shm exist now, as private as the database.
     let key = std::fs::read_to_string(data_dir.join("admin.key")).expect("admin key");

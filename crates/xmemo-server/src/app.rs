@@ -12,7 +12,9 @@ use axum::routing::get;
 use serde_json::json;
 use std::sync::Arc;
 use tower_http::catch_panic::CatchPanicLayer;
-use tower_http::sensitive_headers::SetSensitiveRequestHeadersLayer;
+use tower_http::sensitive_headers::{
+    SetSensitiveRequestHeadersLayer, SetSensitiveResponseHeadersLayer,
+};
 use tower_http::trace::TraceLayer;
 
 /// The OpenAPI document of the REST API, served as is.
@@ -40,13 +42,16 @@ pub fn build_app(service: Service, info: ServerInfo) -> Router {
         .route("/metrics", get(metrics))
         .route("/openapi.json", get(openapi))
         .merge(mcp)
+        .merge(crate::web::routes())
+        .merge(crate::oauth::routes())
         .fallback(rest::not_found)
         .method_not_allowed_fallback(rest::method_not_allowed)
         .with_state(state)
         .layer(DefaultBodyLimit::max(rest::BODY_LIMIT_BYTES))
         .layer(CatchPanicLayer::custom(panic_response))
         .layer(TraceLayer::new_for_http())
-        // Keys never reach traces.
+        // Keys, tokens and session cookies never reach traces.
+        .layer(SetSensitiveResponseHeadersLayer::new([header::SET_COOKIE]))
         .layer(SetSensitiveRequestHeadersLayer::new([
             header::AUTHORIZATION,
             header::COOKIE,

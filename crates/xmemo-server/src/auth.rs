@@ -20,6 +20,9 @@ pub struct Principal {
     pub client_profile: Option<String>,
     pub agent_id: Option<String>,
     pub agent_instance_id: Option<String>,
+    /// Authenticated by an OAuth access token (`credential_id` is then its grant): scope
+    /// refusals on `/mcp` are answered with an OAuth `insufficient_scope` challenge.
+    pub via_oauth: bool,
 }
 
 impl Principal {
@@ -32,6 +35,7 @@ impl Principal {
             client_profile: Some("operator".into()),
             agent_id: None,
             agent_instance_id: None,
+            via_oauth: false,
         }
     }
 

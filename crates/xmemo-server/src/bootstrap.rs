@@ -88,15 +88,26 @@ pub fn admin_key_path(data_dir: &Path) -> PathBuf {
     data_dir.join("admin.key")
 }
 
-/// On an empty database: creates the admin account and key, writes the key to
-/// `<data-dir>/admin.key` with mode 0600, and returns that path. The key is never logged.
+/// Path of the bootstrap admin password file (for signing in at `/login`).
+pub fn admin_password_path(data_dir: &Path) -> PathBuf {
+    data_dir.join("admin.password")
+}
+
+/// On an empty database: creates the admin account, its key and its password, writes the
+/// key to `<data-dir>/admin.key` and the password to `<data-dir>/admin.password`, both with
+/// mode 0600, and returns the key's path. Neither secret is ever logged.
 pub async fn bootstrap_admin(service: &Service, data_dir: &Path) -> ServiceResult<Option<PathBuf>> {
-    let Some((_, key)) = service.bootstrap().await? else {
+    let Some((account, key)) = service.bootstrap().await? else {
         return Ok(None);
     };
     let path = admin_key_path(data_dir);
     write_secret_file(&path, &key.key)
         .map_err(|e| ServiceError::Unavailable(format!("cannot write {}: {e}", path.display())))?;
+    let password = service.bootstrap_password(&account).await?;
+    let password_path = admin_password_path(data_dir);
+    write_secret_file(&password_path, &password).map_err(|e| {
+        ServiceError::Unavailable(format!("cannot write {}: {e}", password_path.display()))
+    })?;
     Ok(Some(path))
 }
 
@@ -123,7 +134,7 @@ fn write_secret_file(path: &Path, secret: &str) -> std::io::Result<()> {
 
 /// Mode of the data directory: it holds the database and the admin key.
 pub const DATA_DIR_MODE: u32 = 0o700;
-/// Mode of the files in it (database, `-wal`, `-shm`, `admin.key`).
+/// Mode of the files in it (database, `-wal`, `-shm`, `admin.key`, `admin.password`).
 pub const DATA_FILE_MODE: u32 = xmemo_store::sqlite::DATABASE_FILE_MODE;
 
 /// Creates a missing directory (and its parents) with mode 0700 whatever the umask. An
@@ -176,6 +187,7 @@ pub fn permission_problems(data_dir: &Path, database_url: Option<&str>) -> Vec<P
         }
     }
     checks.push((admin_key_path(data_dir), DATA_FILE_MODE));
+    checks.push((admin_password_path(data_dir), DATA_FILE_MODE));
     checks
         .into_iter()
         .filter_map(|(path, expected)| too_open(&path, expected))

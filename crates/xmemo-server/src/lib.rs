@@ -10,9 +10,12 @@ pub mod fetch;
 pub mod http;
 pub mod mcp;
 pub mod metrics;
+pub mod oauth;
+pub mod password;
 pub mod rest;
 pub mod service;
 pub mod throttle;
+pub mod web;
 
 pub use error::{ServiceError, ServiceResult};
 pub use service::Service;

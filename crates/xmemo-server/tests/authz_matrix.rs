@@ -7,6 +7,13 @@
 //! `initialize`, one `tools/call` per tool of the registry). A new route, tool or capability
 //! without a row fails this test, and so does a row for something that no longer exists.
 //!
+//! The sign-in pages (`/login`, `/logout`) and the OAuth authorization server (`/oauth/*`,
+//! `/.well-known/*`) have no rows: they are not REST operations of the API (openapi.json
+//! does not list them) and take no API credential — who may do what there is the protocol
+//! itself (a signed-in session and a form token for consent, client authentication at the
+//! token endpoint), tested in `signin.rs` and `oauth.rs`. Their REST side
+//! (`/oauth/grants`) has rows like every other operation.
+//!
 //! One server, seeded once: the team `acme` (owner, admin, member, viewer), an outsider with
 //! no membership, a read-only key and a revoked key of the owner, and no credential at all.
 //! Requests that change something act on targets seeded for each caller, so the order of the
@@ -192,6 +199,8 @@ struct Seeds {
     to_accept: BTreeMap<&'static str, String>,
     to_decline: BTreeMap<&'static str, String>,
     spare_keys: BTreeMap<&'static str, String>,
+    /// Per caller tag: an OAuth grant of the caller's account to revoke.
+    grants: BTreeMap<&'static str, String>,
     /// An acme memory every reader may read; per caller tag, acme memories to update, to
     /// forget and (forgotten) to restore, over REST and over MCP.
     memory: String,
@@ -504,6 +513,22 @@ fn rest_rows() -> Vec<RestRow> {
                         .get(w.tag())
                         .map(String::as_str)
                         .unwrap_or("key_none")
+                ))
+            },
+        ),
+        row("GET /oauth/grants", ANY_READ, |_, _| {
+            get("/api/v1/oauth/grants")
+        }),
+        row(
+            "DELETE /oauth/grants/{grant_id}",
+            [GONE, GONE, GONE, GONE, GONE, DENY, AUTH, AUTH],
+            |s, w| {
+                delete(format!(
+                    "/api/v1/oauth/grants/{}",
+                    s.grants
+                        .get(w.tag())
+                        .map(String::as_str)
+                        .unwrap_or("grant_none")
                 ))
             },
         ),
@@ -956,6 +981,7 @@ async fn seed(s: &TestServer) -> Seeds {
         to_accept: BTreeMap::new(),
         to_decline: BTreeMap::new(),
         spare_keys: BTreeMap::new(),
+        grants: BTreeMap::new(),
         memory: remember_in_acme(s, &owner, "the matrix memory").await,
         memories: BTreeMap::new(),
     };
@@ -1029,6 +1055,36 @@ async fn seed(s: &TestServer) -> Seeds {
             spare.body["key"]["key_id"].as_str().unwrap().to_string(),
         );
         seeds.keys.insert(tag, key.clone());
+        let account = s
+            .store
+            .find_account_by_handle(handle)
+            .await
+            .unwrap()
+            .expect("account");
+        let grant = s
+            .store
+            .create_oauth_grant(
+                xmemo_store::NewOAuthGrant {
+                    account_id: account.account_id.clone(),
+                    client_id: "client_matrix".into(),
+                    client_name: "Matrix".into(),
+                    redirect_uri: "http://127.0.0.1/callback".into(),
+                    scopes: vec!["memory:read".into()],
+                    resource: format!("{}/mcp", s.url),
+                    code: xmemo_store::NewOAuthCode {
+                        code_hash: format!("{:0>64}", tag),
+                        code_challenge: "c".into(),
+                        expires_at: "2099-01-01T00:00:00.000Z".into(),
+                    },
+                },
+                xmemo_store::AuditDraft::new(
+                    "oauth.authorize",
+                    &xmemo_store::Attribution::default(),
+                ),
+            )
+            .await
+            .unwrap();
+        seeds.grants.insert(tag, grant.grant_id);
     }
     // The read-only key is the owner's: its invitations are the owner's.
     for map in [&mut seeds.to_accept, &mut seeds.to_decline] {

@@ -123,6 +123,7 @@ fn concrete(path: &str) -> String {
                 Some("key_id") => "key_x",
                 Some("memory_id") => "mem_x",
                 Some("invitation_id") => "inv_x",
+                Some("grant_id") => "grant_x",
                 Some(other) => panic!("no placeholder for path parameter `{other}`; add one"),
             },
         )

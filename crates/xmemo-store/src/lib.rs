@@ -7,6 +7,7 @@ pub mod migrate;
 pub mod model;
 pub mod postgres;
 pub mod search;
+pub mod signin;
 pub mod snapshot;
 pub mod sql;
 pub mod sqlite;
@@ -14,6 +15,7 @@ pub mod sqlite;
 use async_trait::async_trait;
 pub use error::StoreError;
 pub use model::*;
+pub use signin::*;
 pub use sql::{Record, SqlStore};
 use std::collections::BTreeMap;
 use xmemo_core::{AssetStatus, InvitationStatus, Role};
@@ -146,6 +148,87 @@ pub trait Store: Send + Sync + 'static {
         key_id: &str,
         audit: AuditDraft,
     ) -> StoreResult<bool>;
+
+    // ---- sign-in (SPEC §7 console login) ----
+    /// Sets (or replaces) the account's argon2id password hash, ends the account's sessions,
+    /// audited. `NotFound` for an unknown account.
+    async fn set_password(
+        &self,
+        account_id: &str,
+        password_hash: &str,
+        audit: AuditDraft,
+    ) -> StoreResult<()>;
+    async fn password_hash(&self, account_id: &str) -> StoreResult<Option<String>>;
+    /// Every account's password hash, by account id (snapshots).
+    async fn list_passwords(&self) -> StoreResult<Vec<PasswordRow>>;
+    /// Stores a new session, deleting the one it `replaces` (rotation at sign-in) and every
+    /// expired session, audited.
+    async fn create_session(
+        &self,
+        new: NewWebSession,
+        replaces: Option<&str>,
+        audit: AuditDraft,
+    ) -> StoreResult<WebSession>;
+    async fn find_session(&self, session_hash: &str) -> StoreResult<Option<WebSession>>;
+    /// Moves a session's idle expiry to `idle_expires_at`, capped at its absolute expiry
+    /// (bookkeeping, not audited); false when there is no such session.
+    async fn extend_session(&self, session_hash: &str, idle_expires_at: &str) -> StoreResult<bool>;
+    /// Deletes a session (sign-out), audited; false when there was none.
+    async fn delete_session(&self, session_hash: &str, audit: AuditDraft) -> StoreResult<bool>;
+
+    // ---- OAuth authorization server ----
+    /// Stores a dynamically registered client; the audit draft gets its `client_id`.
+    async fn create_oauth_client(
+        &self,
+        new: NewOAuthClient,
+        audit: AuditDraft,
+    ) -> StoreResult<OAuthClient>;
+    async fn get_oauth_client(&self, client_id: &str) -> StoreResult<Option<OAuthClient>>;
+    /// Stores an approved consent with its first authorization code; the audit draft gets
+    /// the `grant_id`. Expired codes of every grant are dropped in the same transaction.
+    async fn create_oauth_grant(
+        &self,
+        new: NewOAuthGrant,
+        audit: AuditDraft,
+    ) -> StoreResult<OAuthGrant>;
+    async fn find_oauth_code(&self, code_hash: &str) -> StoreResult<Option<OAuthCode>>;
+    /// Spends the code (compare-and-set on `used_at`) and stores `tokens` in its grant;
+    /// [`Exchange::AlreadyUsed`] and nothing written when it was spent already or its grant
+    /// is revoked.
+    async fn redeem_oauth_code(
+        &self,
+        code_hash: &str,
+        tokens: &[NewOAuthToken],
+        audit: AuditDraft,
+    ) -> StoreResult<Exchange>;
+    async fn find_oauth_token(&self, token_hash: &str) -> StoreResult<Option<OAuthToken>>;
+    /// Spends a live refresh token and stores its successors in its grant;
+    /// [`Exchange::AlreadyUsed`] and nothing written when it was rotated, revoked or
+    /// expired already, or its grant is revoked.
+    async fn rotate_oauth_refresh_token(
+        &self,
+        token_hash: &str,
+        tokens: &[NewOAuthToken],
+        audit: AuditDraft,
+    ) -> StoreResult<Exchange>;
+    /// Revokes one token; false when it was unknown or revoked already.
+    async fn revoke_oauth_token(&self, token_hash: &str, audit: AuditDraft) -> StoreResult<bool>;
+    /// Revokes a live grant — of `account_id` when given — and so every code and token of
+    /// it; false when there is no such live grant (nothing audited).
+    async fn revoke_oauth_grant(
+        &self,
+        grant_id: &str,
+        account_id: Option<&str>,
+        reason: &str,
+        audit: AuditDraft,
+    ) -> StoreResult<bool>;
+    async fn get_oauth_grant(&self, grant_id: &str) -> StoreResult<Option<OAuthGrant>>;
+    /// One page of the account's live grants in `(created_at, grant_id)` order.
+    async fn list_oauth_grants_page(
+        &self,
+        account_id: &str,
+        page: &KeysetPage<CreationKey>,
+    ) -> StoreResult<Vec<OAuthGrant>>;
 
     // ---- skills and revisions ----
     async fn get_skill(&self, skill_id: &str) -> StoreResult<Option<Skill>>;

@@ -29,6 +29,9 @@ pub struct Snapshot {
     pub workspaces: Vec<Workspace>,
     pub memberships: Vec<MembershipRow>,
     pub api_keys: Vec<ApiKey>,
+    /// Sign-in passwords (argon2id hashes). Sessions and OAuth rows are not copied: people
+    /// sign in again and MCP hosts reconnect.
+    pub passwords: Vec<crate::signin::PasswordRow>,
     /// Every invitation, whatever its status.
     pub invitations: Vec<Invitation>,
     pub skills: Vec<Skill>,
@@ -67,6 +70,7 @@ pub async fn export_snapshot(store: &dyn Store) -> StoreResult<Snapshot> {
         snap.invitations
             .extend(store.workspace_invitations(&ws.workspace_id, None).await?);
     }
+    snap.passwords = store.list_passwords().await?;
     let ids: Vec<String> = workspaces.keys().cloned().collect();
     snap.workspaces = workspaces.into_values().collect();
     snap.skills = store.list_skills(&ids).await?;

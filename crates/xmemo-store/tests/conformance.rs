@@ -183,6 +183,14 @@ conformance!(
     concurrent_owner_removals_keep_one,
     every_listing_pages_by_keyset,
     a_skill_page_holds_no_repeats_when_rows_arrive_meanwhile,
+    passwords_replace_and_end_sessions,
+    sessions_rotate_extend_and_end,
+    oauth_clients_round_trip,
+    oauth_codes_are_single_use,
+    oauth_refresh_tokens_rotate_once,
+    oauth_grants_list_and_revoke,
+    oauth_rows_go_with_the_account,
+    passwords_travel_with_a_snapshot,
 );
 
 // ---------------------------------------------------------------------------------------------
@@ -402,6 +410,7 @@ fn conflict<T: std::fmt::Debug>(result: StoreResult<T>) -> String {
 }
 
 const TABLE_NAMES: &[&str] = &[
+    "account_passwords",
     "accounts",
     "api_keys",
     "audit_log",
@@ -411,10 +420,15 @@ const TABLE_NAMES: &[&str] = &[
     "memories",
     "memory_tags",
     "memory_versions",
+    "oauth_clients",
+    "oauth_codes",
+    "oauth_grants",
+    "oauth_tokens",
     "revision_components",
     "revisions",
     "skills",
     "skills_fts",
+    "web_sessions",
     "workspaces",
 ];
 
@@ -2174,6 +2188,7 @@ mod cases {
         .await;
         let counts = store.table_counts().await.unwrap();
         let expected: BTreeMap<String, u64> = [
+            ("account_passwords", 0),
             ("accounts", 1),
             ("api_keys", 0),
             ("audit_log", 2),
@@ -2183,10 +2198,15 @@ mod cases {
             ("memories", 0),
             ("memory_tags", 0),
             ("memory_versions", 0),
+            ("oauth_clients", 0),
+            ("oauth_codes", 0),
+            ("oauth_grants", 0),
+            ("oauth_tokens", 0),
             ("revision_components", 0),
             ("revisions", 1),
             ("skills", 1),
             ("skills_fts", 1),
+            ("web_sessions", 0),
             ("workspaces", 1),
         ]
         .into_iter()
@@ -2801,6 +2821,8 @@ mod all_cases {
     pub use super::cases::*;
     pub use super::deletion_cases::*;
     pub use super::memory_cases::*;
+    pub use super::signin_cases::*;
+    pub use super::signin_snapshot_cases::*;
 }
 
 mod memory_cases {
@@ -3591,5 +3613,755 @@ mod postgres_only {
             }
             other => panic!("expected Unavailable, got {other:?}"),
         }
+    }
+}
+
+mod signin_cases {
+    use super::*;
+
+    fn hash(c: char) -> String {
+        c.to_string().repeat(64)
+    }
+
+    fn session(account: &Account, id: char, idle: &str, absolute: &str) -> NewWebSession {
+        NewWebSession {
+            session_hash: hash(id),
+            account_id: account.account_id.clone(),
+            created_at: now(),
+            idle_expires_at: idle.into(),
+            absolute_expires_at: absolute.into(),
+        }
+    }
+
+    const LATER: &str = "2099-01-01T00:00:00.000Z";
+    const MUCH_LATER: &str = "2099-06-01T00:00:00.000Z";
+    const PAST: &str = "2001-01-01T00:00:00.000Z";
+
+    async fn audit_len(store: &DynStore) -> usize {
+        store
+            .list_audit(&AuditFilter::default())
+            .await
+            .unwrap()
+            .len()
+    }
+
+    fn new_grant(account: &Account, client: &str, code: &str, expires_at: &str) -> NewOAuthGrant {
+        NewOAuthGrant {
+            account_id: account.account_id.clone(),
+            client_id: client.into(),
+            client_name: format!("{client} app"),
+            redirect_uri: "http://127.0.0.1/callback".into(),
+            scopes: vec!["memory:read".into(), "memory:write".into()],
+            resource: "http://127.0.0.1:8420/mcp".into(),
+            code: NewOAuthCode {
+                code_hash: code.into(),
+                code_challenge: "challenge".into(),
+                expires_at: expires_at.into(),
+            },
+        }
+    }
+
+    fn tokens(access: &str, refresh: &str, expires_at: &str) -> Vec<NewOAuthToken> {
+        let token = |h: &str, kind| NewOAuthToken {
+            token_hash: h.into(),
+            kind,
+            scopes: vec!["memory:read".into()],
+            expires_at: expires_at.into(),
+        };
+        vec![
+            token(access, OAuthTokenKind::Access),
+            token(refresh, OAuthTokenKind::Refresh),
+        ]
+    }
+
+    fn draft(action: &str, account: &Account) -> AuditDraft {
+        AuditDraft::new(action, &actor(&account.account_id))
+    }
+
+    pub async fn passwords_replace_and_end_sessions(db: &TestDb) {
+        let store = db.store();
+        let alice = account(&store, "alice").await;
+        assert_eq!(store.password_hash(&alice.account_id).await.unwrap(), None);
+        let before = audit_len(&store).await;
+        store
+            .set_password(
+                &alice.account_id,
+                "$argon2id$one",
+                draft("account.password", &alice),
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            store
+                .password_hash(&alice.account_id)
+                .await
+                .unwrap()
+                .as_deref(),
+            Some("$argon2id$one")
+        );
+        store
+            .create_session(
+                session(&alice, 's', LATER, MUCH_LATER),
+                None,
+                draft("session.create", &alice),
+            )
+            .await
+            .unwrap();
+        store
+            .set_password(
+                &alice.account_id,
+                "$argon2id$two",
+                draft("account.password", &alice),
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            store
+                .password_hash(&alice.account_id)
+                .await
+                .unwrap()
+                .as_deref(),
+            Some("$argon2id$two")
+        );
+        assert_eq!(
+            store.find_session(&hash('s')).await.unwrap(),
+            None,
+            "a new password ends the account's sessions"
+        );
+        assert_eq!(audit_len(&store).await, before + 3);
+        let err = store
+            .set_password(
+                "acct_nobody",
+                "$argon2id$x",
+                draft("account.password", &alice),
+            )
+            .await
+            .unwrap_err();
+        assert!(matches!(err, StoreError::NotFound(_)), "{err:?}");
+        assert_eq!(store.table_counts().await.unwrap()["account_passwords"], 1);
+    }
+
+    pub async fn sessions_rotate_extend_and_end(db: &TestDb) {
+        let store = db.store();
+        let alice = account(&store, "alice").await;
+        let bob = account(&store, "bob").await;
+        // An expired session of bob's is dropped when anyone signs in.
+        store
+            .create_session(
+                session(&bob, 'x', PAST, MUCH_LATER),
+                None,
+                draft("session.create", &bob),
+            )
+            .await
+            .unwrap();
+        let first = store
+            .create_session(
+                session(&alice, 'a', LATER, MUCH_LATER),
+                None,
+                draft("session.create", &alice),
+            )
+            .await
+            .unwrap();
+        assert_eq!(store.find_session(&hash('x')).await.unwrap(), None);
+        assert_eq!(
+            db.node(1).find_session(&hash('a')).await.unwrap(),
+            Some(first.clone())
+        );
+        // Rotation: the new session replaces the old one in the same transaction.
+        store
+            .create_session(
+                session(&alice, 'b', LATER, MUCH_LATER),
+                Some(&hash('a')),
+                draft("session.create", &alice),
+            )
+            .await
+            .unwrap();
+        assert_eq!(store.find_session(&hash('a')).await.unwrap(), None);
+        // The idle expiry moves forward but never past the absolute one.
+        assert!(
+            store
+                .extend_session(&hash('b'), "2099-03-01T00:00:00.000Z")
+                .await
+                .unwrap()
+        );
+        assert_eq!(
+            store
+                .find_session(&hash('b'))
+                .await
+                .unwrap()
+                .unwrap()
+                .idle_expires_at,
+            "2099-03-01T00:00:00.000Z"
+        );
+        assert!(
+            store
+                .extend_session(&hash('b'), "2100-01-01T00:00:00.000Z")
+                .await
+                .unwrap()
+        );
+        assert_eq!(
+            store
+                .find_session(&hash('b'))
+                .await
+                .unwrap()
+                .unwrap()
+                .idle_expires_at,
+            MUCH_LATER
+        );
+        assert!(!store.extend_session(&hash('z'), LATER).await.unwrap());
+        let before = audit_len(&store).await;
+        assert!(
+            store
+                .delete_session(&hash('b'), draft("session.delete", &alice))
+                .await
+                .unwrap()
+        );
+        assert!(
+            !store
+                .delete_session(&hash('b'), draft("session.delete", &alice))
+                .await
+                .unwrap()
+        );
+        assert_eq!(
+            audit_len(&store).await,
+            before + 1,
+            "a missing session audits nothing"
+        );
+        assert_eq!(store.table_counts().await.unwrap()["web_sessions"], 0);
+    }
+
+    pub async fn oauth_clients_round_trip(db: &TestDb) {
+        let store = db.store();
+        let client = store
+            .create_oauth_client(
+                NewOAuthClient {
+                    client_name: "Editor".into(),
+                    redirect_uris: vec![
+                        "http://127.0.0.1/cb".into(),
+                        "https://app.example/cb".into(),
+                    ],
+                    token_endpoint_auth_method: "client_secret_basic".into(),
+                    secret_hash: Some(hash('s')),
+                    metadata: json!({"client_uri": "https://app.example"}),
+                },
+                AuditDraft::new("oauth.register", &Attribution::default()),
+            )
+            .await
+            .unwrap();
+        assert!(client.client_id.starts_with("client_"));
+        let found = db
+            .node(1)
+            .get_oauth_client(&client.client_id)
+            .await
+            .unwrap();
+        assert_eq!(found.as_ref(), Some(&client));
+        assert_eq!(found.unwrap().secret_hash, Some(hash('s')));
+        assert_eq!(store.get_oauth_client("client_nope").await.unwrap(), None);
+        let entries = store.list_audit(&AuditFilter::default()).await.unwrap();
+        let last = entries.last().unwrap();
+        assert_eq!(last.action, "oauth.register");
+        assert_eq!(last.details["client_id"], client.client_id.as_str());
+        // Refused method names never reach the table.
+        let bad = store
+            .create_oauth_client(
+                NewOAuthClient {
+                    client_name: "x".into(),
+                    redirect_uris: vec![],
+                    token_endpoint_auth_method: "private_key_jwt".into(),
+                    secret_hash: None,
+                    metadata: json!({}),
+                },
+                AuditDraft::new("oauth.register", &Attribution::default()),
+            )
+            .await;
+        assert!(bad.is_err());
+        assert_eq!(store.table_counts().await.unwrap()["oauth_clients"], 1);
+    }
+
+    pub async fn oauth_codes_are_single_use(db: &TestDb) {
+        let store = db.store();
+        let alice = account(&store, "alice").await;
+        let grant = store
+            .create_oauth_grant(
+                new_grant(&alice, "client_a", &hash('c'), LATER),
+                draft("oauth.authorize", &alice),
+            )
+            .await
+            .unwrap();
+        assert!(grant.grant_id.starts_with("grant_"));
+        let code = store.find_oauth_code(&hash('c')).await.unwrap().unwrap();
+        assert_eq!(code.grant, grant);
+        assert_eq!(code.code_challenge, "challenge");
+        assert_eq!(code.used_at, None);
+        assert_eq!(
+            store
+                .redeem_oauth_code(
+                    &hash('c'),
+                    &tokens(&hash('1'), &hash('2'), LATER),
+                    draft("oauth.token", &alice)
+                )
+                .await
+                .unwrap(),
+            Exchange::Issued
+        );
+        let access = store.find_oauth_token(&hash('1')).await.unwrap().unwrap();
+        assert_eq!(access.kind, OAuthTokenKind::Access);
+        assert_eq!(access.grant.grant_id, grant.grant_id);
+        assert_eq!(access.scopes, ["memory:read"]);
+        assert!(
+            store
+                .find_oauth_code(&hash('c'))
+                .await
+                .unwrap()
+                .unwrap()
+                .used_at
+                .is_some()
+        );
+        // Spent: a second exchange writes nothing.
+        let counts = store.table_counts().await.unwrap();
+        assert_eq!(
+            store
+                .redeem_oauth_code(
+                    &hash('c'),
+                    &tokens(&hash('3'), &hash('4'), LATER),
+                    draft("oauth.token", &alice)
+                )
+                .await
+                .unwrap(),
+            Exchange::AlreadyUsed
+        );
+        assert_eq!(store.table_counts().await.unwrap(), counts);
+        assert_eq!(store.find_oauth_token(&hash('3')).await.unwrap(), None);
+        // Unknown codes are "already used" too: nothing to exchange.
+        assert_eq!(
+            store
+                .redeem_oauth_code(
+                    &hash('u'),
+                    &tokens(&hash('5'), &hash('6'), LATER),
+                    draft("oauth.token", &alice)
+                )
+                .await
+                .unwrap(),
+            Exchange::AlreadyUsed
+        );
+        // Two nodes exchanging one code at once: exactly one wins.
+        store
+            .create_oauth_grant(
+                new_grant(&alice, "client_a", &hash('d'), LATER),
+                draft("oauth.authorize", &alice),
+            )
+            .await
+            .unwrap();
+        let (n0, n1) = (db.node(0), db.node(1));
+        let (secret, t0, t1) = (
+            hash('d'),
+            tokens(&hash('7'), &hash('8'), LATER),
+            tokens(&hash('9'), &hash('0'), LATER),
+        );
+        let (a, b) = tokio::join!(
+            n0.redeem_oauth_code(&secret, &t0, draft("oauth.token", &alice)),
+            n1.redeem_oauth_code(&secret, &t1, draft("oauth.token", &alice)),
+        );
+        let outcomes = [a, b];
+        let issued = outcomes
+            .iter()
+            .filter(|o| matches!(o, Ok(Exchange::Issued)))
+            .count();
+        assert_eq!(issued, 1, "{outcomes:?}");
+        // A revoked grant's code exchanges nothing.
+        let revoked = store
+            .create_oauth_grant(
+                new_grant(&alice, "client_a", &hash('e'), LATER),
+                draft("oauth.authorize", &alice),
+            )
+            .await
+            .unwrap();
+        assert!(
+            store
+                .revoke_oauth_grant(
+                    &revoked.grant_id,
+                    None,
+                    "revoked",
+                    draft("oauth.revoke", &alice)
+                )
+                .await
+                .unwrap()
+        );
+        assert_eq!(
+            store
+                .redeem_oauth_code(
+                    &hash('e'),
+                    &tokens(&hash('f'), &hash('g'), LATER),
+                    draft("oauth.token", &alice)
+                )
+                .await
+                .unwrap(),
+            Exchange::AlreadyUsed
+        );
+        // Expired codes are dropped when the next grant is made.
+        store
+            .create_oauth_grant(
+                new_grant(&alice, "client_a", &hash('h'), PAST),
+                draft("oauth.authorize", &alice),
+            )
+            .await
+            .unwrap();
+        store
+            .create_oauth_grant(
+                new_grant(&alice, "client_a", &hash('i'), LATER),
+                draft("oauth.authorize", &alice),
+            )
+            .await
+            .unwrap();
+        assert_eq!(store.find_oauth_code(&hash('h')).await.unwrap(), None);
+        assert!(store.find_oauth_code(&hash('i')).await.unwrap().is_some());
+    }
+
+    pub async fn oauth_refresh_tokens_rotate_once(db: &TestDb) {
+        let store = db.store();
+        let alice = account(&store, "alice").await;
+        store
+            .create_oauth_grant(
+                new_grant(&alice, "client_a", &hash('c'), LATER),
+                draft("oauth.authorize", &alice),
+            )
+            .await
+            .unwrap();
+        store
+            .redeem_oauth_code(
+                &hash('c'),
+                &tokens(&hash('1'), &hash('2'), LATER),
+                draft("oauth.token", &alice),
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            store
+                .rotate_oauth_refresh_token(
+                    &hash('2'),
+                    &tokens(&hash('3'), &hash('4'), LATER),
+                    draft("oauth.refresh", &alice)
+                )
+                .await
+                .unwrap(),
+            Exchange::Issued
+        );
+        let old = store.find_oauth_token(&hash('2')).await.unwrap().unwrap();
+        assert!(old.rotated_at.is_some());
+        assert!(store.find_oauth_token(&hash('4')).await.unwrap().is_some());
+        let counts = store.table_counts().await.unwrap();
+        for spent in [hash('2'), hash('1'), hash('z')] {
+            // Rotated already, an access token, unknown: nothing is written.
+            assert_eq!(
+                store
+                    .rotate_oauth_refresh_token(
+                        &spent,
+                        &tokens(&hash('5'), &hash('6'), LATER),
+                        draft("oauth.refresh", &alice)
+                    )
+                    .await
+                    .unwrap(),
+                Exchange::AlreadyUsed
+            );
+        }
+        assert_eq!(store.table_counts().await.unwrap(), counts);
+        // Concurrent rotations of one refresh token: one wins.
+        let (n0, n1) = (db.node(0), db.node(1));
+        let (secret, t0, t1) = (
+            hash('4'),
+            tokens(&hash('7'), &hash('8'), LATER),
+            tokens(&hash('9'), &hash('0'), LATER),
+        );
+        let (a, b) = tokio::join!(
+            n0.rotate_oauth_refresh_token(&secret, &t0, draft("oauth.refresh", &alice)),
+            n1.rotate_oauth_refresh_token(&secret, &t1, draft("oauth.refresh", &alice)),
+        );
+        let outcomes = [a, b];
+        assert_eq!(
+            outcomes
+                .iter()
+                .filter(|o| matches!(o, Ok(Exchange::Issued)))
+                .count(),
+            1,
+            "{outcomes:?}"
+        );
+        // An expired refresh token does not rotate; a revoked one neither.
+        store
+            .create_oauth_grant(
+                new_grant(&alice, "client_a", &hash('d'), LATER),
+                draft("oauth.authorize", &alice),
+            )
+            .await
+            .unwrap();
+        store
+            .redeem_oauth_code(
+                &hash('d'),
+                &tokens(&hash('a'), &hash('b'), PAST),
+                draft("oauth.token", &alice),
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            store
+                .rotate_oauth_refresh_token(
+                    &hash('b'),
+                    &tokens(&hash('e'), &hash('f'), LATER),
+                    draft("oauth.refresh", &alice)
+                )
+                .await
+                .unwrap(),
+            Exchange::AlreadyUsed
+        );
+        let live = if store.find_oauth_token(&hash('8')).await.unwrap().is_some() {
+            hash('8')
+        } else {
+            hash('0')
+        };
+        assert!(
+            store
+                .revoke_oauth_token(&live, draft("oauth.revoke", &alice))
+                .await
+                .unwrap()
+        );
+        assert!(
+            !store
+                .revoke_oauth_token(&live, draft("oauth.revoke", &alice))
+                .await
+                .unwrap()
+        );
+        assert!(
+            store
+                .find_oauth_token(&live)
+                .await
+                .unwrap()
+                .unwrap()
+                .revoked_at
+                .is_some()
+        );
+        assert_eq!(
+            store
+                .rotate_oauth_refresh_token(
+                    &live,
+                    &tokens(&hash('g'), &hash('h'), LATER),
+                    draft("oauth.refresh", &alice)
+                )
+                .await
+                .unwrap(),
+            Exchange::AlreadyUsed
+        );
+    }
+
+    pub async fn oauth_grants_list_and_revoke(db: &TestDb) {
+        let store = db.store();
+        let alice = account(&store, "alice").await;
+        let bob = account(&store, "bob").await;
+        let mut mine = Vec::new();
+        for (i, c) in ['a', 'b', 'c'].into_iter().enumerate() {
+            mine.push(
+                store
+                    .create_oauth_grant(
+                        new_grant(&alice, &format!("client_{i}"), &hash(c), LATER),
+                        draft("oauth.authorize", &alice),
+                    )
+                    .await
+                    .unwrap(),
+            );
+        }
+        let theirs = store
+            .create_oauth_grant(
+                new_grant(&bob, "client_b", &hash('d'), LATER),
+                draft("oauth.authorize", &bob),
+            )
+            .await
+            .unwrap();
+        let first = store
+            .list_oauth_grants_page(
+                &alice.account_id,
+                &KeysetPage {
+                    after: None,
+                    limit: 2,
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(first, mine[..2]);
+        let last = &first[1];
+        let rest = store
+            .list_oauth_grants_page(
+                &alice.account_id,
+                &KeysetPage {
+                    after: Some(CreationKey {
+                        created_at: last.created_at.clone(),
+                        id: last.grant_id.clone(),
+                    }),
+                    limit: 2,
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(rest, mine[2..]);
+        // Another account's grant is not alice's to revoke.
+        assert!(
+            !store
+                .revoke_oauth_grant(
+                    &theirs.grant_id,
+                    Some(&alice.account_id),
+                    "revoked",
+                    draft("oauth.revoke", &alice)
+                )
+                .await
+                .unwrap()
+        );
+        assert!(
+            store
+                .revoke_oauth_grant(
+                    &mine[0].grant_id,
+                    Some(&alice.account_id),
+                    "revoked",
+                    draft("oauth.revoke", &alice)
+                )
+                .await
+                .unwrap()
+        );
+        assert!(
+            !store
+                .revoke_oauth_grant(
+                    &mine[0].grant_id,
+                    None,
+                    "code_reused",
+                    draft("oauth.revoke", &alice)
+                )
+                .await
+                .unwrap(),
+            "revoked once"
+        );
+        let revoked = store
+            .get_oauth_grant(&mine[0].grant_id)
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(revoked.revoked_at.is_some());
+        assert_eq!(revoked.revoked_reason.as_deref(), Some("revoked"));
+        let live = store
+            .list_oauth_grants_page(
+                &alice.account_id,
+                &KeysetPage {
+                    after: None,
+                    limit: 10,
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(live, mine[1..]);
+        assert_eq!(store.get_oauth_grant("grant_nope").await.unwrap(), None);
+        // The code of a revoked grant reads with its revocation.
+        let code = store.find_oauth_code(&hash('a')).await.unwrap().unwrap();
+        assert!(code.grant.revoked_at.is_some());
+    }
+
+    pub async fn oauth_rows_go_with_the_account(db: &TestDb) {
+        let store = db.store();
+        let alice = account(&store, "alice").await;
+        store
+            .set_password(
+                &alice.account_id,
+                "$argon2id$x",
+                draft("account.password", &alice),
+            )
+            .await
+            .unwrap();
+        store
+            .create_session(
+                session(&alice, 's', LATER, MUCH_LATER),
+                None,
+                draft("session.create", &alice),
+            )
+            .await
+            .unwrap();
+        store
+            .create_oauth_grant(
+                new_grant(&alice, "client_a", &hash('c'), LATER),
+                draft("oauth.authorize", &alice),
+            )
+            .await
+            .unwrap();
+        store
+            .redeem_oauth_code(
+                &hash('c'),
+                &tokens(&hash('1'), &hash('2'), LATER),
+                draft("oauth.token", &alice),
+            )
+            .await
+            .unwrap();
+        store
+            .delete_account(&alice.account_id, draft("account.delete", &alice))
+            .await
+            .unwrap();
+        let counts = store.table_counts().await.unwrap();
+        for table in [
+            "account_passwords",
+            "web_sessions",
+            "oauth_grants",
+            "oauth_codes",
+            "oauth_tokens",
+        ] {
+            assert_eq!(counts[table], 0, "{table}");
+        }
+    }
+}
+
+mod signin_snapshot_cases {
+    use super::*;
+
+    /// `xmemo admin copy` moves passwords (people can still sign in on the target) and no
+    /// session.
+    pub async fn passwords_travel_with_a_snapshot(db: &TestDb) {
+        let store = db.store();
+        let alice = account(&store, "alice").await;
+        account(&store, "bob").await;
+        store
+            .set_password(
+                &alice.account_id,
+                "$argon2id$v=19$copied",
+                AuditDraft::new("account.password", &actor(&alice.account_id)),
+            )
+            .await
+            .unwrap();
+        store
+            .create_session(
+                NewWebSession {
+                    session_hash: "s".repeat(64),
+                    account_id: alice.account_id.clone(),
+                    created_at: now(),
+                    idle_expires_at: "2099-01-01T00:00:00.000Z".into(),
+                    absolute_expires_at: "2099-01-01T00:00:00.000Z".into(),
+                },
+                None,
+                AuditDraft::new("session.create", &actor(&alice.account_id)),
+            )
+            .await
+            .unwrap();
+        let listed = store.list_passwords().await.unwrap();
+        assert_eq!(listed.len(), 1);
+        assert_eq!(listed[0].account_id, alice.account_id);
+        let snap = xmemo_store::snapshot::export_snapshot(store.as_ref())
+            .await
+            .unwrap();
+        assert_eq!(snap.passwords, listed);
+        let target = super::sqlite_db().await;
+        let copy = target.store();
+        copy.import_snapshot(&snap).await.unwrap();
+        assert_eq!(
+            copy.password_hash(&alice.account_id)
+                .await
+                .unwrap()
+                .as_deref(),
+            Some("$argon2id$v=19$copied")
+        );
+        assert_eq!(copy.table_counts().await.unwrap()["web_sessions"], 0);
+        let back = xmemo_store::snapshot::export_snapshot(copy.as_ref())
+            .await
+            .unwrap();
+        assert_eq!(back, snap);
     }
 }

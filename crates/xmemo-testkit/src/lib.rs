@@ -2,6 +2,8 @@
 //! themselves, a `xmemo serve` child process, and the rule for missing dependencies
 //! ([`dependency_missing`]: fail, unless `XMEMO_TEST_ALLOW_SKIP=1`). Not part of the product.
 
+pub mod browser;
+pub mod oauth;
 mod skip;
 pub use skip::{ALLOW_SKIP_VAR, dependency_missing, skipping_allowed};
 
@@ -121,6 +123,8 @@ pub fn clean_command(bin: &str) -> std::process::Command {
 pub struct ServerProcess {
     child: std::process::Child,
     pub url: String,
+    /// Every line the server wrote on stderr so far (its logs).
+    lines: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl ServerProcess {
@@ -140,15 +144,21 @@ impl ServerProcess {
         let mut child = cmd.spawn().expect("spawn xmemo serve");
         let stderr = child.stderr.take().expect("piped stderr");
         let (tx, rx) = std::sync::mpsc::channel();
+        let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let kept = lines.clone();
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines() {
                 let Ok(line) = line else { break };
+                if let Ok(mut all) = kept.lock() {
+                    all.push(line.clone());
+                }
                 let _ = tx.send(line);
             }
         });
         let mut server = ServerProcess {
             child,
             url: String::new(),
+            lines,
         };
         let deadline = std::time::Instant::now() + Duration::from_secs(60);
         let mut seen = Vec::new();
@@ -172,6 +182,11 @@ impl ServerProcess {
 
     pub fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// What the server wrote on stderr so far.
+    pub fn output(&self) -> String {
+        self.lines.lock().map(|l| l.join("\n")).unwrap_or_default()
     }
 }
 

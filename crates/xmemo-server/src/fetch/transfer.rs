@@ -18,10 +18,29 @@ pub struct Fetched {
     pub hops: Vec<String>,
     /// Lowercase hex SHA-256 of `bytes`.
     pub sha256: String,
+    /// The answer's `Cache-Control` header, when it had one (readable text only).
+    pub cache_control: Option<String>,
 }
 
 fn client(config: &FetchConfig, policy: Arc<AddressPolicy>) -> Result<reqwest::Client, FetchError> {
-    reqwest::Client::builder()
+    let mut roots = Vec::new();
+    for path in &config.extra_root_certificates {
+        let pem = std::fs::read(path).map_err(|e| {
+            FetchError::Config(format!(
+                "cannot read root certificate {}: {e}",
+                path.display()
+            ))
+        })?;
+        roots.push(reqwest::Certificate::from_pem(&pem).map_err(|e| {
+            FetchError::Config(format!("root certificate {}: {e}", path.display()))
+        })?);
+    }
+    let builder = if roots.is_empty() {
+        reqwest::Client::builder()
+    } else {
+        reqwest::Client::builder().tls_certs_merge(roots)
+    };
+    builder
         .redirect(reqwest::redirect::Policy::none())
         .no_proxy()
         .dns_resolver(Arc::new(GuardedResolver { policy }))
@@ -116,6 +135,11 @@ async fn fetch_inner(
                 limit,
             });
         }
+        let cache_control = response
+            .headers()
+            .get(reqwest::header::CACHE_CONTROL)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
         let initial = response
             .content_length()
             .unwrap_or(0)
@@ -141,6 +165,7 @@ async fn fetch_inner(
             final_url: url.to_string(),
             hops,
             sha256,
+            cache_control,
         });
     }
 }

@@ -1,12 +1,12 @@
 //! HTTP-level guards in front of the MCP endpoint: DNS-rebinding protection (Host / Origin),
-//! authentication exactly as for REST, the RFC 9728 protected-resource metadata and the 401
-//! that points to it.
+//! authentication (API keys as for REST, and OAuth access tokens issued for this `/mcp`),
+//! the RFC 9728 protected-resource metadata, the 401 that points to it and the 403
+//! `insufficient_scope` challenge of an OAuth token that lacks a scope.
 
 use super::wire;
 use crate::error::ServiceError;
-use crate::rest::extract::Authed;
 use crate::rest::{AppState, ServerInfo};
-use axum::extract::FromRequestParts;
+use crate::service::Audience;
 use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::Response;
@@ -168,24 +168,29 @@ pub fn resource_metadata_url(info: &ServerInfo) -> String {
     format!("{}{PROTECTED_RESOURCE_PATH}", base_url(info))
 }
 
-/// RFC 9728 protected-resource metadata for `/mcp`. `authorization_servers` is omitted until
-/// the OAuth authorization server exists; API keys are the way in meanwhile.
+/// RFC 9728 protected-resource metadata for `/mcp`: this server is its own authorization
+/// server (the issuer is the public URL).
 pub fn protected_resource_document(info: &ServerInfo) -> serde_json::Value {
     json!({
-        "resource": format!("{}/mcp", base_url(info)),
+        "resource": crate::oauth::mcp_resource(info),
         "resource_name": "xmemo",
-        "scopes_supported": ["memory:read", "memory:write"],
+        "authorization_servers": [crate::oauth::issuer(info)],
+        "scopes_supported": crate::oauth::SCOPES,
         "bearer_methods_supported": ["header"],
     })
 }
 
-/// Authenticates like REST (`Authorization: Bearer` or `X-API-Key`, attribution headers).
+/// Authenticates an API key as REST does, or an OAuth access token issued for this
+/// server's `/mcp` (with the attribution headers either way).
 #[allow(clippy::result_large_err)]
 pub async fn authenticate(parts: &mut Parts, state: &AppState) -> Result<Principal, Response> {
     let presented = parts.headers.contains_key(header::AUTHORIZATION)
         || parts.headers.contains_key("x-api-key");
-    match Authed::from_request_parts(parts, state).await {
-        Ok(Authed(principal)) => Ok(principal),
+    let audience = Audience::Mcp {
+        resource: crate::oauth::mcp_resource(&state.info),
+    };
+    match crate::rest::extract::authenticate(parts, state, &audience).await {
+        Ok(principal) => Ok(principal),
         Err(rejection) => {
             let err = rejection.0;
             if matches!(err, ServiceError::AuthRequired(_)) {
@@ -202,13 +207,35 @@ pub async fn authenticate(parts: &mut Parts, state: &AppState) -> Result<Princip
 /// a token.
 pub fn unauthorized(err: &ServiceError, info: &ServerInfo, presented: bool) -> Response {
     let mut challenge = format!(
-        "Bearer resource_metadata=\"{}\"",
-        resource_metadata_url(info)
+        "Bearer resource_metadata=\"{}\", scope=\"{}\"",
+        resource_metadata_url(info),
+        crate::oauth::SCOPES.join(" ")
     );
     if presented {
         challenge.push_str(", error=\"invalid_token\"");
     }
     let mut response = wire::rejection(StatusCode::UNAUTHORIZED, err);
+    if let Ok(value) = HeaderValue::from_str(&challenge) {
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, value);
+    }
+    response
+}
+
+/// 403 for an OAuth token without the scope an operation needs (RFC 6750 §3.1), so the
+/// client can ask the person for it (step-up authorization).
+pub fn insufficient_scope(needed: xmemo_core::Scope, info: &ServerInfo) -> Response {
+    let err = ServiceError::PermissionDenied(format!(
+        "this token lacks the `{needed}` scope; authorize again with it"
+    ));
+    let challenge = format!(
+        "Bearer error=\"insufficient_scope\", scope=\"{}\", resource_metadata=\"{}\", error_description=\"this operation needs {needed}\"",
+        crate::oauth::SCOPES.join(" "),
+        resource_metadata_url(info),
+    );
+    // Like every /mcp answer, a JSON-RPC error carrying the SPEC object.
+    let mut response = wire::rejection(StatusCode::FORBIDDEN, &err);
     if let Ok(value) = HeaderValue::from_str(&challenge) {
         response
             .headers_mut()

@@ -49,6 +49,7 @@ fn tags_schema(description: &str) -> Value {
 
 pub(super) const REMEMBER: ToolDef = ToolDef {
     name: "remember",
+    scope: xmemo_core::Scope::Write,
     title: "Remember",
     description: "Save something worth knowing in later conversations: a user preference \
 (\"prefers tabs\"), a project fact (\"staging DB is on port 5433\"), a decision and its reason, \
@@ -103,6 +104,7 @@ fn remember_schema() -> Value {
 
 pub(super) const RECALL: ToolDef = ToolDef {
     name: "recall",
+    scope: xmemo_core::Scope::Read,
     title: "Recall memories",
     description: "Recall what was remembered: call it at the start of a task or conversation \
 (e.g. `query` with the task's words, `project` with the repository) and whenever the user \
@@ -164,6 +166,7 @@ fn recall_schema() -> Value {
 
 pub(super) const UPDATE: ToolDef = ToolDef {
     name: "update_memory",
+    scope: xmemo_core::Scope::Write,
     title: "Update a memory",
     description: "Correct or extend a memory (a changed preference, a fact that moved on, a \
 TODO now in progress). Pass its `memory_id` and the `version` you read as `expected_version`; \
@@ -211,6 +214,7 @@ fn update_schema() -> Value {
 
 pub(super) const FORGET: ToolDef = ToolDef {
     name: "forget",
+    scope: xmemo_core::Scope::Write,
     title: "Forget a memory",
     description: "Forget a memory that is wrong or no longer wanted (e.g. the user says \
 \"forget that\"). It leaves recall at once but is kept, with your `reason`, so restore_memory \
@@ -251,6 +255,7 @@ fn forget_schema() -> Value {
 
 pub(super) const RESTORE: ToolDef = ToolDef {
     name: "restore_memory",
+    scope: xmemo_core::Scope::Write,
     title: "Restore a memory",
     description: "Bring back a forgotten memory (find it with recall and `include_forgotten: \
 true`). It is recalled again as before.",

@@ -531,12 +531,39 @@ impl McpRuntime {
         if let Err(response) = precheck::precheck(&parts.headers, &bytes) {
             return response;
         }
+        // An OAuth token is checked for the scope of the call (403 insufficient_scope, which
+        // a host can step up from); API keys keep their PERMISSION_DENIED tool results.
+        if let Some(caller) = parts.extensions.get::<Caller>()
+            && caller.principal.via_oauth
+            && let Some(needed) = needed_scope(&bytes)
+            && !caller.principal.scopes.contains(&needed)
+        {
+            return auth::insufficient_scope(needed, &state.info);
+        }
         let response = http
             .handle(Request::from_parts(parts, Body::from(bytes)))
             .await
             .map(Body::new);
         wire::ensure_jsonrpc(response).await
     }
+}
+
+/// The scope a JSON-RPC request needs: a tool's own for `tools/call`, `memory:read` for
+/// everything else that reads, nothing for the lifecycle (`initialize`, `ping`,
+/// notifications, `server/discover`).
+fn needed_scope(body: &[u8]) -> Option<xmemo_core::Scope> {
+    let value: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let method = value.get("method")?.as_str()?;
+    if matches!(method, "initialize" | "ping" | "server/discover")
+        || method.starts_with("notifications/")
+    {
+        return None;
+    }
+    if method == "tools/call" {
+        let name = value.pointer("/params/name")?.as_str()?;
+        return tools::find(name).map(|t| t.scope);
+    }
+    Some(xmemo_core::Scope::Read)
 }
 
 fn empty_profiles() -> Profiles {

@@ -28,6 +28,9 @@ pub type ToolFn =
 /// One MCP tool.
 pub struct ToolDef {
     pub name: &'static str,
+    /// The scope a call needs (the service checks it again; over OAuth, `/mcp` answers a
+    /// token without it with an `insufficient_scope` challenge before the call runs).
+    pub scope: xmemo_core::Scope,
     pub title: &'static str,
     pub description: &'static str,
     pub input_schema: fn() -> Value,
@@ -104,6 +107,7 @@ pub(super) fn parse_args<T: DeserializeOwned>(tool: &str, args: JsonObject) -> S
 
 const RECALL: ToolDef = ToolDef {
     name: "recall_cloud_skill",
+    scope: xmemo_core::Scope::Read,
     title: "Recall a Cloud Skill",
     description: "Recall the user's Cloud Skills: saved procedures (SOPs, runbooks, checklists, \
 reusable prompts) shared by every agent the user connects. Use it progressively, one level at a \
@@ -196,6 +200,7 @@ fn recall_schema() -> Value {
 
 const SAVE: ToolDef = ToolDef {
     name: "save_cloud_skill",
+    scope: xmemo_core::Scope::Write,
     title: "Save a Cloud Skill",
     description: "Save procedural memory as a Cloud Skill so that every agent the user connects \
 can recall it later. Use it when the user asks you to remember how to do something, or when you \
@@ -304,6 +309,7 @@ fn save_schema() -> Value {
 
 const EXECUTE: ToolDef = ToolDef {
     name: "execute_cloud_skill",
+    scope: xmemo_core::Scope::Write,
     title: "Run a Cloud Skill script",
     description: "Run one `script` component of a pinned revision of a Cloud Skill in the server's \
 sandbox (no network, read-only files, time and memory limits) and return its exit code, stdout \

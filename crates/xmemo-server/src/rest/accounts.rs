@@ -42,6 +42,8 @@ pub fn routes() -> Router<AppState> {
         )
         .route("/keys", get(list_keys).post(create_key))
         .route("/keys/{key_id}", delete(revoke_key))
+        .route("/oauth/grants", get(list_grants))
+        .route("/oauth/grants/{grant_id}", delete(revoke_grant))
         .route("/accounts", get(list_accounts).post(create_account))
 }
 
@@ -241,6 +243,28 @@ async fn revoke_key(
     ApiPath(key_id): ApiPath<String>,
 ) -> ApiResult<StatusCode> {
     state.service.revoke_key(&p, &key_id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// The caller's OAuth grants (approved consents not revoked): which client, which scopes,
+/// since when.
+async fn list_grants(
+    State(state): State<AppState>,
+    Authed(p): Authed,
+    ApiQuery(q): ApiQuery<PageQuery>,
+) -> ApiResult<Json<Value>> {
+    Ok(listed(
+        "grants",
+        state.service.oauth_grants_page(&p, &q.into()).await?,
+    ))
+}
+
+async fn revoke_grant(
+    State(state): State<AppState>,
+    Authed(p): Authed,
+    ApiPath(grant_id): ApiPath<String>,
+) -> ApiResult<StatusCode> {
+    state.service.revoke_oauth_grant(&p, &grant_id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

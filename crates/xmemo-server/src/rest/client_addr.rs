@@ -12,15 +12,22 @@ pub const FORWARDED_FOR: &str = "x-forwarded-for";
 /// The client address, or `None` when the request did not come over a TCP connection the
 /// server accepted (in-process calls).
 pub fn client_addr(parts: &Parts, trusted_proxies: &[IpAddr]) -> Option<IpAddr> {
-    let peer = parts
-        .extensions
+    of_request(&parts.headers, &parts.extensions, trusted_proxies)
+}
+
+/// [`client_addr`] from a request's headers and extensions.
+pub fn of_request(
+    headers: &axum::http::HeaderMap,
+    extensions: &axum::http::Extensions,
+    trusted_proxies: &[IpAddr],
+) -> Option<IpAddr> {
+    let peer = extensions
         .get::<ConnectInfo<SocketAddr>>()
         .map(|ConnectInfo(addr)| canonical(addr.ip()))?;
     if !trusted_proxies.contains(&peer) {
         return Some(peer);
     }
-    let hops: Vec<&str> = parts
-        .headers
+    let hops: Vec<&str> = headers
         .get_all(FORWARDED_FOR)
         .iter()
         .filter_map(|v| v.to_str().ok())

@@ -3,6 +3,7 @@
 use crate::auth::Principal;
 use crate::error::ServiceError;
 use crate::rest::{ApiError, AppState};
+use crate::service::Audience;
 use axum::extract::rejection::{BytesRejection, JsonRejection, PathRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
@@ -130,20 +131,35 @@ impl FromRequestParts<AppState> for Authed {
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
-        let secret = credential(parts)?.ok_or_else(|| {
-            ApiError::from(ServiceError::AuthRequired(
-                "send an API key as `Authorization: Bearer <key>` or `X-API-Key: <key>`".into(),
-            ))
-        })?;
-        let agent_id = attribution_header(parts, AGENT_ID_HEADER)?;
-        let instance = attribution_header(parts, AGENT_INSTANCE_HEADER)?;
-        let client = super::client_addr::client_addr(parts, &state.info.trusted_proxies);
-        let principal = state
-            .service
-            .authenticate(&secret, client, agent_id, instance)
-            .await?;
-        Ok(Authed(principal))
+        authenticate(parts, state, &Audience::Rest)
+            .await
+            .map(Authed)
     }
+}
+
+/// The one credential check of every transport: the presented API key, or (for the MCP
+/// endpoint, whose resource `audience` names) OAuth access token, with the attribution
+/// headers.
+pub async fn authenticate(
+    parts: &Parts,
+    state: &AppState,
+    audience: &Audience,
+) -> Result<Principal, ApiError> {
+    let secret = credential(parts)?.ok_or_else(|| {
+        ApiError::from(ServiceError::AuthRequired(match audience {
+            Audience::Rest => {
+                "send an API key as `Authorization: Bearer <key>` or `X-API-Key: <key>`".into()
+            }
+            Audience::Mcp { .. } => "send an OAuth access token or an API key as `Authorization: Bearer <token>` (or the key as `X-API-Key: <key>`)".into(),
+        }))
+    })?;
+    let agent_id = attribution_header(parts, AGENT_ID_HEADER)?;
+    let instance = attribution_header(parts, AGENT_INSTANCE_HEADER)?;
+    let client = super::client_addr::client_addr(parts, &state.info.trusted_proxies);
+    Ok(state
+        .service
+        .authenticate(&secret, audience, client, agent_id, instance)
+        .await?)
 }
 
 /// The key from `Authorization: Bearer …` or from `X-API-Key`. An `Authorization` header of

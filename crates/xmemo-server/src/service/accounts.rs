@@ -11,6 +11,14 @@ use std::time::Duration;
 use xmemo_core::Scope;
 use xmemo_store::{Account, ApiKey, Attribution, AuditDraft, CreationKey, NewAccount, NewApiKey};
 
+/// What a credential is presented to: the REST API (API keys only), or the MCP endpoint
+/// whose resource URL an OAuth access token must have been issued for (RFC 8707).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Audience {
+    Rest,
+    Mcp { resource: String },
+}
+
 /// The client profile a key connects as unless told otherwise.
 pub const DEFAULT_PROFILE: &str = "ordinary-full";
 
@@ -45,6 +53,7 @@ impl Service {
     pub async fn authenticate(
         &self,
         secret: &str,
+        audience: &Audience,
         client: Option<IpAddr>,
         agent_id: Option<String>,
         agent_instance_id: Option<String>,
@@ -59,7 +68,12 @@ impl Service {
                 retry_after_secs: secs,
             });
         }
-        let result = self.resolve_key(secret, agent_id, agent_instance_id).await;
+        let result = if secret.starts_with(crate::oauth::ACCESS_PREFIX) {
+            self.resolve_access_token(secret, audience, agent_id, agent_instance_id)
+                .await
+        } else {
+            self.resolve_key(secret, agent_id, agent_instance_id).await
+        };
         if matches!(result, Err(ServiceError::AuthRequired(_)))
             && self.auth_failures.record_failure(client)
         {
@@ -115,6 +129,7 @@ impl Service {
             client_profile: Some(key.profile),
             agent_id,
             agent_instance_id,
+            via_oauth: false,
         })
     }
 

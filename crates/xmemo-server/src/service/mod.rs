@@ -8,16 +8,18 @@ pub mod exec_slots;
 mod execute;
 mod invitations;
 pub mod memories;
+pub mod oauth;
 mod packages;
 pub mod page;
 mod recall;
 mod served;
+pub mod signin;
 mod skills;
 mod teams;
 pub mod types;
 
 pub use access::Access;
-pub use accounts::{DEFAULT_AUTH_THROTTLE, throttle_key};
+pub use accounts::{Audience, DEFAULT_AUTH_THROTTLE, DEFAULT_PROFILE, throttle_key};
 pub use packages::{DiffSide, ImportOptions, Imported, SkillDiff};
 pub use page::{Page, PageRequest};
 pub use served::{Served, ServedList};
@@ -36,6 +38,15 @@ pub struct Service {
     executions: Arc<exec_slots::ExecutionSlots>,
     /// Failed authentications per client address (`with_auth_throttle`).
     auth_failures: Arc<crate::throttle::FailureLimiter<std::net::IpAddr>>,
+    /// Failed sign-ins per account handle (`with_login_throttle`).
+    login_failures: Arc<crate::throttle::FailureLimiter<String>>,
+    /// Lifetimes of sign-in sessions (`with_session_config`).
+    sessions: signin::SessionConfig,
+    /// OAuth settings (`with_oauth_config`), fetched metadata documents, and the budget of
+    /// client registrations per address.
+    oauth: Arc<crate::oauth::OAuthConfig>,
+    client_documents: Arc<crate::oauth::cimd::DocumentCache>,
+    registrations: Arc<crate::throttle::FailureLimiter<std::net::IpAddr>>,
 }
 
 impl Service {
@@ -51,7 +62,42 @@ impl Service {
             auth_failures: Arc::new(crate::throttle::FailureLimiter::new(
                 accounts::DEFAULT_AUTH_THROTTLE,
             )),
+            login_failures: Arc::new(crate::throttle::FailureLimiter::new(
+                signin::DEFAULT_LOGIN_THROTTLE,
+            )),
+            sessions: signin::SessionConfig::default(),
+            oauth: Arc::new(crate::oauth::OAuthConfig::default()),
+            client_documents: Arc::new(crate::oauth::cimd::DocumentCache::default()),
+            registrations: Arc::new(crate::throttle::FailureLimiter::new(
+                oauth::DEFAULT_REGISTRATION_BUDGET,
+            )),
         }
+    }
+
+    /// This service with these OAuth settings (client profiles).
+    pub fn with_oauth_config(mut self, config: crate::oauth::OAuthConfig) -> Self {
+        self.oauth = Arc::new(config);
+        self
+    }
+
+    /// This service with this budget of dynamic client registrations per address (default:
+    /// 30 an hour).
+    pub fn with_registration_budget(mut self, config: crate::throttle::LimiterConfig) -> Self {
+        self.registrations = Arc::new(crate::throttle::FailureLimiter::new(config));
+        self
+    }
+
+    /// This service with this budget of failed sign-ins per account (default: 10 in 10
+    /// minutes).
+    pub fn with_login_throttle(mut self, config: crate::throttle::LimiterConfig) -> Self {
+        self.login_failures = Arc::new(crate::throttle::FailureLimiter::new(config));
+        self
+    }
+
+    /// This service with these session lifetimes (default: 8 hours idle, 7 days at most).
+    pub fn with_session_config(mut self, config: signin::SessionConfig) -> Self {
+        self.sessions = config;
+        self
     }
 
     /// This service with these concurrent-execution caps (default: twice the CPUs, two per

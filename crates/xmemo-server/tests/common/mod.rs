@@ -3,6 +3,8 @@
 //! PostgreSQL database (created and dropped by `xmemo_testkit`).
 #![allow(dead_code)]
 
+pub mod browser;
+
 use reqwest::{Client, Method, StatusCode};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -20,6 +22,10 @@ pub struct ServeOptions {
     pub http: HttpConfig,
     pub trusted_proxies: Vec<std::net::IpAddr>,
     pub mcp: xmemo_server::mcp::McpConfig,
+    /// The public URL the server believes it has (default: its own `http://127.0.0.1:port`).
+    pub public_url: Option<String>,
+    /// OAuth settings (client profiles).
+    pub oauth: xmemo_server::oauth::OAuthConfig,
 }
 
 pub struct TestServer {
@@ -28,6 +34,8 @@ pub struct TestServer {
     pub store: Arc<dyn Store>,
     pub admin_key: String,
     pub http: Client,
+    /// The data directory (holds `admin.key` and `admin.password`).
+    pub data_dir: std::path::PathBuf,
     _dir: tempfile::TempDir,
     _pg: Option<xmemo_testkit::PgDropGuard>,
 }
@@ -70,7 +78,8 @@ impl TestServer {
     ) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let (store, pg) = fresh_store(dir.path()).await;
-        let service = configure(Service::new(store.clone()));
+        let service =
+            configure(Service::new(store.clone()).with_oauth_config(options.oauth.clone()));
         let key_path = xmemo_server::bootstrap::bootstrap_admin(&service, dir.path())
             .await
             .expect("bootstrap")
@@ -87,7 +96,7 @@ impl TestServer {
         let app = build_app(
             service.clone(),
             ServerInfo {
-                public_url: url.clone(),
+                public_url: options.public_url.clone().unwrap_or_else(|| url.clone()),
                 version: "test",
                 trusted_proxies: options.trusted_proxies,
                 mcp: options.mcp,
@@ -105,6 +114,7 @@ impl TestServer {
             store,
             admin_key,
             http: Client::new(),
+            data_dir: dir.path().to_path_buf(),
             _dir: dir,
             _pg: pg,
         }

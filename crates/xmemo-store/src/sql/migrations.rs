@@ -38,6 +38,15 @@ macro_rules! embed_migrations {
                 name: "memories",
                 sql: include_str!(concat!("../../migrations/", $dialect, "/0004_memories.sql")),
             },
+            $crate::migrate::Migration {
+                version: 5,
+                name: "sessions_oauth",
+                sql: include_str!(concat!(
+                    "../../migrations/",
+                    $dialect,
+                    "/0005_sessions_oauth.sql"
+                )),
+            },
         ]
     };
 }

@@ -21,6 +21,12 @@ pub const TABLES: &[&str] = &[
     "memory_tags",
     "memory_versions",
     "invitations",
+    "account_passwords",
+    "web_sessions",
+    "oauth_clients",
+    "oauth_grants",
+    "oauth_codes",
+    "oauth_tokens",
 ];
 
 pub const ACCOUNT_SELECT: &str = "SELECT account_id, handle, display_name, is_admin, personal_workspace_id, created_at FROM accounts";

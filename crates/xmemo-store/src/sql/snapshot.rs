@@ -48,6 +48,9 @@ pub async fn import<D: Dialect>(store: &SqlStore<D>, snap: &Snapshot) -> StoreRe
     for k in &snap.api_keys {
         accounts::insert_api_key(&mut s, k).await?;
     }
+    for p in &snap.passwords {
+        super::signin::insert_password(&mut s, p).await?;
+    }
     for i in &snap.invitations {
         invitations::insert(&mut s, i).await?;
     }

@@ -1,9 +1,11 @@
 //! [`Store`] for every [`SqlStore`]: each method is one function of the core modules.
 
 use super::{
-    Dialect, SqlStore, Stmt, accounts, audit, invitations, memories, rows, skills, snapshot,
+    Dialect, SqlStore, Stmt, accounts, audit, invitations, memories, oauth, rows, signin, skills,
+    snapshot,
 };
 use crate::model::*;
+use crate::signin::*;
 use crate::{Record, Store, StoreResult};
 use async_trait::async_trait;
 use std::collections::BTreeMap;
@@ -160,6 +162,100 @@ impl<D: Dialect> Store for SqlStore<D> {
         audit: AuditDraft,
     ) -> StoreResult<bool> {
         accounts::revoke_api_key(self, account_id, key_id, audit).await
+    }
+
+    async fn set_password(
+        &self,
+        account_id: &str,
+        password_hash: &str,
+        audit: AuditDraft,
+    ) -> StoreResult<()> {
+        signin::set_password(self, account_id, password_hash, audit).await
+    }
+    async fn password_hash(&self, account_id: &str) -> StoreResult<Option<String>> {
+        signin::password_hash(self, account_id).await
+    }
+    async fn list_passwords(&self) -> StoreResult<Vec<PasswordRow>> {
+        signin::list_passwords(self).await
+    }
+    async fn create_session(
+        &self,
+        new: NewWebSession,
+        replaces: Option<&str>,
+        audit: AuditDraft,
+    ) -> StoreResult<WebSession> {
+        signin::create_session(self, new, replaces, audit).await
+    }
+    async fn find_session(&self, session_hash: &str) -> StoreResult<Option<WebSession>> {
+        signin::find_session(self, session_hash).await
+    }
+    async fn extend_session(&self, session_hash: &str, idle_expires_at: &str) -> StoreResult<bool> {
+        signin::extend_session(self, session_hash, idle_expires_at).await
+    }
+    async fn delete_session(&self, session_hash: &str, audit: AuditDraft) -> StoreResult<bool> {
+        signin::delete_session(self, session_hash, audit).await
+    }
+
+    async fn create_oauth_client(
+        &self,
+        new: NewOAuthClient,
+        audit: AuditDraft,
+    ) -> StoreResult<OAuthClient> {
+        oauth::create_client(self, new, audit).await
+    }
+    async fn get_oauth_client(&self, client_id: &str) -> StoreResult<Option<OAuthClient>> {
+        oauth::get_client(self, client_id).await
+    }
+    async fn create_oauth_grant(
+        &self,
+        new: NewOAuthGrant,
+        audit: AuditDraft,
+    ) -> StoreResult<OAuthGrant> {
+        oauth::create_grant(self, new, audit).await
+    }
+    async fn find_oauth_code(&self, code_hash: &str) -> StoreResult<Option<OAuthCode>> {
+        oauth::find_code(self, code_hash).await
+    }
+    async fn redeem_oauth_code(
+        &self,
+        code_hash: &str,
+        tokens: &[NewOAuthToken],
+        audit: AuditDraft,
+    ) -> StoreResult<Exchange> {
+        oauth::redeem_code(self, code_hash, tokens, audit).await
+    }
+    async fn find_oauth_token(&self, token_hash: &str) -> StoreResult<Option<OAuthToken>> {
+        oauth::find_token(self, token_hash).await
+    }
+    async fn rotate_oauth_refresh_token(
+        &self,
+        token_hash: &str,
+        tokens: &[NewOAuthToken],
+        audit: AuditDraft,
+    ) -> StoreResult<Exchange> {
+        oauth::rotate_refresh_token(self, token_hash, tokens, audit).await
+    }
+    async fn revoke_oauth_token(&self, token_hash: &str, audit: AuditDraft) -> StoreResult<bool> {
+        oauth::revoke_token(self, token_hash, audit).await
+    }
+    async fn revoke_oauth_grant(
+        &self,
+        grant_id: &str,
+        account_id: Option<&str>,
+        reason: &str,
+        audit: AuditDraft,
+    ) -> StoreResult<bool> {
+        oauth::revoke_grant(self, grant_id, account_id, reason, audit).await
+    }
+    async fn get_oauth_grant(&self, grant_id: &str) -> StoreResult<Option<OAuthGrant>> {
+        oauth::get_grant(self, grant_id).await
+    }
+    async fn list_oauth_grants_page(
+        &self,
+        account_id: &str,
+        page: &KeysetPage<CreationKey>,
+    ) -> StoreResult<Vec<OAuthGrant>> {
+        oauth::list_grants(self, account_id, page).await
     }
 
     async fn get_skill(&self, skill_id: &str) -> StoreResult<Option<Skill>> {

@@ -1,0 +1,295 @@
+//! Client ID Metadata Documents (MCP authorization 2026-07-28, draft-ietf-oauth-client-id-
+//! metadata-document): a client whose `client_id` is an https URL publishes its metadata
+//! there. We fetch it with the outbound fetcher (https only, no private or loopback address
+//! unless the operator allowlists it, no redirect, 8 KiB and 5 s at most), check that its
+//! `client_id` is exactly the URL and that its redirect URIs are ones we accept, and keep it
+//! in a small in-memory cache (what its `Cache-Control` allows, 5 minutes by default, an hour
+//! at most; 256 documents).
+
+use super::Client;
+use super::error::OAuthError;
+use crate::fetch::{FetchConfig, FetchError};
+use reqwest::Url;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+pub const MAX_DOCUMENT_BYTES: u64 = 8 * 1024;
+const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
+const DEFAULT_TTL: Duration = Duration::from_secs(300);
+const MAX_TTL: Duration = Duration::from_secs(3600);
+const MAX_ENTRIES: usize = 256;
+
+/// Whether a `client_id` names a metadata document (an absolute http(s) URL) rather than a
+/// registered client.
+pub fn is_document_url(client_id: &str) -> bool {
+    client_id.starts_with("https://") || client_id.starts_with("http://")
+}
+
+/// Why `client_id` is not a usable document URL, or the URL.
+fn document_url(client_id: &str, fetch: &FetchConfig) -> Result<Url, OAuthError> {
+    let refuse = |why: &str| OAuthError::invalid_client(format!("client_id `{client_id}` {why}"));
+    if client_id.len() > 2000 {
+        return Err(refuse("is too long"));
+    }
+    let url = Url::parse(client_id).map_err(|_| refuse("is not a URL"))?;
+    let allowed = match url.scheme() {
+        "https" => true,
+        // Plain http only where the operator allows it for every fetch (tests do).
+        "http" => fetch.allow_http,
+        _ => false,
+    };
+    if !allowed {
+        return Err(refuse("must be an https URL"));
+    }
+    if url.as_str() != client_id {
+        return Err(refuse(
+            "is not in its normal form (as a URL parser writes it)",
+        ));
+    }
+    if url.fragment().is_some() || !url.username().is_empty() || url.password().is_some() {
+        return Err(refuse("must have no fragment and no credentials"));
+    }
+    if url.path() == "/" || url.path().is_empty() {
+        return Err(refuse("must have a path (e.g. /oauth/client.json)"));
+    }
+    Ok(url)
+}
+
+fn ttl_of(cache_control: Option<&str>) -> Option<Duration> {
+    let Some(cc) = cache_control else {
+        return Some(DEFAULT_TTL);
+    };
+    let mut ttl = DEFAULT_TTL;
+    for directive in cc.split(',').map(|d| d.trim().to_ascii_lowercase()) {
+        if directive == "no-store" || directive == "no-cache" {
+            return None;
+        }
+        if let Some(secs) = directive
+            .strip_prefix("max-age=")
+            .and_then(|s| s.parse::<u64>().ok())
+        {
+            ttl = Duration::from_secs(secs);
+        }
+    }
+    Some(ttl.min(MAX_TTL))
+}
+
+/// The client a document describes, after every check.
+pub fn parse_document(client_id: &str, bytes: &[u8]) -> Result<Client, OAuthError> {
+    let bad = |why: String| {
+        OAuthError::invalid_client(format!("the client metadata document at {client_id} {why}"))
+    };
+    let doc: Value = serde_json::from_slice(bytes).map_err(|e| bad(format!("is not JSON: {e}")))?;
+    let Some(obj) = doc.as_object() else {
+        return Err(bad("is not a JSON object".into()));
+    };
+    match obj.get("client_id").and_then(Value::as_str) {
+        Some(id) if id == client_id => {}
+        Some(other) => {
+            return Err(bad(format!(
+                "names another client_id (`{other}`); it must be exactly the document's URL"
+            )));
+        }
+        None => return Err(bad("has no client_id".into())),
+    }
+    if obj.contains_key("client_secret") || obj.contains_key("client_secret_expires_at") {
+        return Err(bad(
+            "holds a client secret, which a public document must not".into(),
+        ));
+    }
+    let method = obj
+        .get("token_endpoint_auth_method")
+        .and_then(Value::as_str)
+        .unwrap_or("none");
+    if method != "none" {
+        return Err(bad(format!(
+            "asks for token_endpoint_auth_method `{method}`; this server accepts `none` for metadata-document clients"
+        )));
+    }
+    let redirect_uris: Vec<String> = obj
+        .get("redirect_uris")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
+    if redirect_uris.is_empty() {
+        return Err(bad("lists no redirect_uris".into()));
+    }
+    if let Some(why) = redirect_uris
+        .iter()
+        .find_map(|u| super::redirect_uri::refusal(u))
+    {
+        return Err(bad(why));
+    }
+    let name = obj
+        .get("client_name")
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .ok_or_else(|| bad("has no client_name".into()))?;
+    let grant_types = obj
+        .get("grant_types")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_else(|| vec!["authorization_code".to_string()]);
+    Ok(Client {
+        client_id: client_id.to_string(),
+        name: super::clean_name(name),
+        redirect_uris,
+        auth_method: "none".into(),
+        secret_hash: None,
+        grant_types,
+        metadata_document: true,
+    })
+}
+
+/// Fetched documents, by client_id.
+#[derive(Debug, Default)]
+pub struct DocumentCache {
+    entries: Mutex<HashMap<String, (Client, Instant)>>,
+}
+
+impl DocumentCache {
+    fn cached(&self, client_id: &str) -> Option<Client> {
+        let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        entries
+            .get(client_id)
+            .filter(|(_, until)| *until > Instant::now())
+            .map(|(c, _)| c.clone())
+    }
+
+    fn store(&self, client: &Client, ttl: Duration) {
+        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        let now = Instant::now();
+        if entries.len() >= MAX_ENTRIES {
+            entries.retain(|_, (_, until)| *until > now);
+        }
+        if entries.len() >= MAX_ENTRIES
+            && let Some(oldest) = entries
+                .iter()
+                .min_by_key(|(_, (_, until))| *until)
+                .map(|(k, _)| k.clone())
+        {
+            entries.remove(&oldest);
+        }
+        entries.insert(client.client_id.clone(), (client.clone(), now + ttl));
+    }
+
+    /// The client of a metadata-document `client_id`, from the cache or fetched now.
+    pub async fn resolve(
+        &self,
+        client_id: &str,
+        fetch: &FetchConfig,
+    ) -> Result<Client, OAuthError> {
+        let url = document_url(client_id, fetch)?;
+        if let Some(client) = self.cached(client_id) {
+            return Ok(client);
+        }
+        let config = FetchConfig {
+            max_bytes: MAX_DOCUMENT_BYTES,
+            timeout: FETCH_TIMEOUT,
+            max_redirects: 0,
+            ..fetch.clone()
+        };
+        let fetched = crate::fetch::fetch(&config, url).await.map_err(|e| {
+            let why = match &e {
+                FetchError::Refused { reason, .. } => format!("cannot be fetched: {reason}"),
+                FetchError::TooManyRedirects { .. } => {
+                    "redirects; the document must be served at the client_id itself".into()
+                }
+                FetchError::TooLarge { .. } => {
+                    format!("is larger than {MAX_DOCUMENT_BYTES} bytes")
+                }
+                other => format!("could not be fetched: {other}"),
+            };
+            tracing::info!(client_id, error = %e, "client metadata document refused");
+            OAuthError::invalid_client(format!("the client metadata document at {client_id} {why}"))
+        })?;
+        let client = parse_document(client_id, &fetched.bytes)?;
+        if let Some(ttl) = ttl_of(fetched.cache_control.as_deref()) {
+            self.store(&client, ttl);
+        }
+        Ok(client)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ID: &str = "https://app.example.com/oauth/client.json";
+
+    fn doc(extra: serde_json::Value) -> Vec<u8> {
+        let mut base = serde_json::json!({
+            "client_id": ID,
+            "client_name": "Example",
+            "redirect_uris": ["http://127.0.0.1/callback"],
+        });
+        if let (Some(b), Some(e)) = (base.as_object_mut(), extra.as_object()) {
+            for (k, v) in e {
+                b.insert(k.clone(), v.clone());
+            }
+        }
+        serde_json::to_vec(&base).unwrap()
+    }
+
+    #[test]
+    fn documents_must_name_themselves_and_stay_public() {
+        let client = parse_document(ID, &doc(serde_json::json!({}))).unwrap();
+        assert_eq!(client.name, "Example");
+        assert!(client.metadata_document);
+        let other = parse_document(
+            ID,
+            &doc(serde_json::json!({"client_id": "https://evil.example/c.json"})),
+        );
+        assert!(other.unwrap_err().description.contains("another client_id"));
+        for extra in [
+            serde_json::json!({"client_secret": "s"}),
+            serde_json::json!({"token_endpoint_auth_method": "private_key_jwt"}),
+            serde_json::json!({"redirect_uris": ["javascript:alert(1)"]}),
+            serde_json::json!({"redirect_uris": []}),
+            serde_json::json!({"client_name": ""}),
+        ] {
+            assert!(parse_document(ID, &doc(extra.clone())).is_err(), "{extra}");
+        }
+        assert!(parse_document(ID, b"[1]").is_err());
+    }
+
+    #[test]
+    fn document_urls() {
+        let fetch = FetchConfig::default();
+        assert!(document_url(ID, &fetch).is_ok());
+        for bad in [
+            "http://app.example.com/c.json",
+            "https://app.example.com",
+            "https://app.example.com/",
+            "https://u:p@app.example.com/c.json",
+            "https://app.example.com/c.json#x",
+            "https://APP.example.com/c.json",
+        ] {
+            assert!(document_url(bad, &fetch).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn cache_lifetimes() {
+        assert_eq!(ttl_of(None), Some(DEFAULT_TTL));
+        assert_eq!(
+            ttl_of(Some("public, max-age=60")),
+            Some(Duration::from_secs(60))
+        );
+        assert_eq!(ttl_of(Some("max-age=999999")), Some(MAX_TTL));
+        assert_eq!(ttl_of(Some("no-store")), None);
+    }
+}
