@@ -155,8 +155,11 @@ if [ ! -x "$NODE22" ]; then
   NODE22="node" # not linux-x64: the system node must then be >= 22
 fi
 CONFORMANCE="$HERE/conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+npm_ci "$HERE/inspector" || setup_failed "npm ci (tests/interop/inspector)"
+INSPECTOR="$HERE/inspector/node_modules/@modelcontextprotocol/inspector/clients/cli/build/index.js"
+INSPECTOR_VERSION="$(node -p 'require(process.argv[1]).version' "$HERE/inspector/node_modules/@modelcontextprotocol/inspector/package.json")"
 CONF_VERSION="$(node -p 'require(process.argv[1]).version' "$HERE/conformance/node_modules/@modelcontextprotocol/conformance/package.json")"
-log "xmemo: $BIN; Python SDK mcp $PY_SDK; TypeScript SDK $TS_SDK; conformance $CONF_VERSION on node $("$NODE22" --version)"
+log "xmemo: $BIN; Python SDK mcp $PY_SDK; TypeScript SDK $TS_SDK; conformance $CONF_VERSION and Inspector $INSPECTOR_VERSION on node $("$NODE22" --version)"
 
 # ---- server --------------------------------------------------------------------------------
 PORT="$(free_port)"
@@ -276,6 +279,49 @@ PY
 # (No outer timeout: the suite waits at most 5 minutes for its callback, the browser 30 s.)
 run_check "conformance authorization (authorization-server-metadata-endpoint, authorization-code-grant)" \
   conformance_authorization
+
+# ---- MCP Inspector: the Skills extension over a catalog of several pages --------------------
+# INSPECTOR_SKILLS more skills (three skills/list pages of 500), then the Inspector CLI walks
+# every page and reads every file back (--verify), refusing a skill without digests
+# (--require-digests). Its exit status is the verdict; every skill must have a report.
+INSPECTOR_SKILLS=1100
+inspector_skills_verify() {
+  "$PYTHON" - "$URL" "$KEY" "$INSPECTOR_SKILLS" <<'PY' || return 1
+import json, sys, urllib.request
+from concurrent.futures import ThreadPoolExecutor
+url, key, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+def save(i):
+    body = {"slug": f"inspector-{i:04d}", "name": f"Inspector {i}", "intent": "publish",
+            "description": f"Use when checking page {i // 500} of the catalog",
+            "instruction_body": f"# Skill {i}\n\nRun `scripts/run.sh`.\n",
+            "components": [{"logical_path": "scripts/run.sh", "type": "script",
+                            "content": f"#!/bin/sh\necho {i}\n"}]}
+    req = urllib.request.Request(url + "/api/v1/skills", data=json.dumps(body).encode(),
+        headers={"content-type": "application/json", "authorization": "Bearer " + key})
+    urllib.request.urlopen(req, timeout=60).read()
+with ThreadPoolExecutor(8) as pool:
+    list(pool.map(save, range(n)))
+PY
+  local reports
+  reports="$WORK/inspector-reports.ndjson"
+  timeout 300 "$NODE22" "$INSPECTOR" "$URL/mcp" --transport http --header "Authorization: Bearer $KEY" \
+    --method skills/list --verify --require-digests --skill-catalog-max-skills 100000 \
+    --format json --quiet >"$reports" || { tail -c 2000 "$reports"; return 1; }
+  "$PYTHON" - "$reports" "$INSPECTOR_SKILLS" <<'PY'
+import json, sys
+text = open(sys.argv[1]).read()
+try:
+    doc = json.loads(text)
+    lines = doc.get("lines", doc) if isinstance(doc, dict) else doc
+except json.JSONDecodeError:
+    lines = [json.loads(l) for l in text.splitlines() if l.strip().startswith("{")]
+verified = [r for r in lines if isinstance(r, dict) and r.get("outcome") == "verified"]
+print(f"{len(lines)} reports, {len(verified)} verified")
+sys.exit(0 if len(verified) >= int(sys.argv[2]) and len(verified) == len(lines) else 1)
+PY
+}
+run_check "inspector $INSPECTOR_VERSION: skills/list --verify --require-digests over $INSPECTOR_SKILLS+ skills" \
+  inspector_skills_verify
 
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]

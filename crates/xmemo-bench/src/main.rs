@@ -6,7 +6,12 @@ mod corpus;
 mod load;
 mod memories;
 mod report;
+mod sandbox;
+mod saves;
 mod server;
+mod skills_list;
+mod startup;
+mod writes;
 
 use anyhow::{Context, Result, bail};
 use clap::Parser;
@@ -74,6 +79,8 @@ struct Args {
     /// Memories only: queries per query kind in the quality check
     #[arg(long, default_value_t = 200)]
     quality_queries: usize,
+    #[command(flatten)]
+    writes: writes::WriteArgs,
 }
 
 #[tokio::main]
@@ -117,6 +124,19 @@ async fn main() -> Result<()> {
         Some(_) => "other".to_string(),
     };
 
+    if !args.writes.phases.is_empty() {
+        let common = writes::Common {
+            bin: &bin,
+            database_url: args.database_url.as_deref(),
+            admin_key_file: args.admin_key_file.as_deref(),
+            data_parent: args.data_parent.as_deref(),
+            keep_data: args.keep_data,
+            seed_concurrency: args.seed_concurrency,
+            corpus_seed: args.corpus_seed,
+            vocabulary: args.vocabulary,
+        };
+        return writes::run(&args.writes, &common).await;
+    }
     if let Some(load) = server::load_average().filter(|l| *l > 1.0) {
         eprintln!(
             "xmemo-bench: WARNING: 1-min load average is {load:.2}: other processes are busy and \

@@ -38,15 +38,20 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     )
     .await
     .map_err(|e| anyhow::anyhow!("cannot open the database: {e}"))?;
-    let sandbox = SandboxEngine::new(SandboxConfig::from_env()).await;
-    let state = sandbox.state();
-    if !state.available {
-        tracing::warn!(reason = %state.reason, "script execution is unavailable: execute_cloud_skill answers SANDBOX_UNAVAILABLE");
-    } else if state.isolation == Isolation::UnsafeLocal {
-        tracing::warn!(
-            "XMEMO_SANDBOX_ALLOW_UNSAFE_LOCAL_FALLBACK=1: scripts run WITHOUT isolation; never use this for multi-tenant production"
-        );
-    }
+    // The sandbox probe (a few bubblewrap runs) goes on while the server starts listening;
+    // an execution that arrives first waits for it.
+    let sandbox = SandboxEngine::start(SandboxConfig::from_env());
+    let probing = sandbox.clone();
+    tokio::spawn(async move {
+        let state = probing.probed().await;
+        if !state.available {
+            tracing::warn!(reason = %state.reason, "script execution is unavailable: execute_cloud_skill answers SANDBOX_UNAVAILABLE");
+        } else if state.isolation == Isolation::UnsafeLocal {
+            tracing::warn!(
+                "XMEMO_SANDBOX_ALLOW_UNSAFE_LOCAL_FALLBACK=1: scripts run WITHOUT isolation; never use this for multi-tenant production"
+            );
+        }
+    });
     let limits = &settings.limits;
     let service = Service::new(store)
         .with_sandbox(sandbox)

@@ -15,7 +15,7 @@ use crate::runner::{self, ChildSetup, Launch};
 use crate::runtime::{Runtime, runtime_for};
 use crate::scratch::ScratchDir;
 use crate::seccomp::SeccompProgram;
-use crate::uid::{self, UidPool};
+use crate::uid::UidPool;
 use crate::{
     ExecutionLimits, Isolation, Mechanism, ResourceFigures, RunOutcome, RunRequest, SandboxConfig,
     SandboxError, SandboxFile, fallback, probe,
@@ -76,6 +76,8 @@ struct Inner {
     uids: Option<UidPool>,
     probed: RwLock<Arc<Probed>>,
     reprobe: tokio::sync::Mutex<()>,
+    /// `true` once a probe has finished: runs wait for it (see [`SandboxEngine::start`]).
+    probed_once: tokio::sync::watch::Sender<bool>,
 }
 
 /// Runs entry files under bubblewrap (or, if allowed, the unsafe local fallback). Cheap to
@@ -103,6 +105,33 @@ impl SandboxEngine {
     /// [`SandboxEngine::state`]). Never fails: an unusable sandbox is reported by the state and
     /// by [`SandboxError::Unavailable`] on every run.
     pub async fn new(config: SandboxConfig) -> Self {
+        let engine = Self::unprobed(config);
+        engine.reprobe().await;
+        engine
+    }
+
+    /// Builds the engine and starts the start-up probe in the background, so a server can
+    /// listen while it runs (it spawns bubblewrap a few times: tens of milliseconds). Until it
+    /// finishes, [`SandboxEngine::state`] says so and a run waits for it; its result is
+    /// cached as with [`SandboxEngine::new`]. Needs a Tokio runtime.
+    pub fn start(config: SandboxConfig) -> Self {
+        let engine = Self::unprobed(config);
+        let probing = engine.clone();
+        tokio::spawn(async move {
+            probing.reprobe().await;
+        });
+        engine
+    }
+
+    /// The state once the first probe has finished (at once for [`SandboxEngine::new`]).
+    pub async fn probed(&self) -> SandboxState {
+        let mut done = self.inner.probed_once.subscribe();
+        // The sender lives in `inner`, which `self` holds: the wait cannot fail.
+        let _ = done.wait_for(|finished| *finished).await;
+        self.state()
+    }
+
+    fn unprobed(config: SandboxConfig) -> Self {
         let seccomp = SeccompProgram::build();
         let uids = is_root()
             .then(|| UidPool::new(config.uid_base, config.uid_count, &config.scratch_root));
@@ -110,7 +139,7 @@ impl SandboxEngine {
             state: SandboxState {
                 available: false,
                 isolation: Isolation::Bubblewrap,
-                reason: "not probed yet".to_owned(),
+                reason: "the start-up probe has not finished yet".to_owned(),
                 bwrap_version: None,
                 bwrap_path: None,
                 runnable: false,
@@ -123,17 +152,16 @@ impl SandboxEngine {
             cgroups: None,
             nproc_helper: None,
         };
-        let engine = Self {
+        Self {
             inner: Arc::new(Inner {
                 config,
                 seccomp,
                 uids,
                 probed: RwLock::new(Arc::new(placeholder)),
                 reprobe: tokio::sync::Mutex::new(()),
+                probed_once: tokio::sync::watch::Sender::new(false),
             }),
-        };
-        engine.reprobe().await;
-        engine
+        }
     }
 
     fn snapshot(&self) -> Arc<Probed> {
@@ -162,6 +190,7 @@ impl SandboxEngine {
             Ok(mut guard) => *guard = probed,
             Err(poisoned) => *poisoned.into_inner() = probed,
         }
+        self.inner.probed_once.send_replace(true);
         if state.available {
             tracing::info!(
                 bwrap_version = state.bwrap_version.as_deref().unwrap_or("?"),
@@ -184,6 +213,7 @@ impl SandboxEngine {
     pub async fn run(&self, req: RunRequest) -> Result<RunOutcome, SandboxError> {
         let entry_bytes = req.validate()?;
         let runtime = runtime_for(&req.entry, &entry_bytes[..entry_bytes.len().min(256)]);
+        self.probed().await;
         let probed = self.snapshot();
         let isolation = if probed.state.available {
             Isolation::Bubblewrap
@@ -360,6 +390,7 @@ async fn execute(
         None => None,
     };
     let ids = lease.as_ref().map(|l| (l.uid(), l.uid()));
+    let lease = lease.map(Arc::new);
 
     let scratch_root = inner.config.scratch_root.clone();
     let with_tmp = isolation == Isolation::UnsafeLocal;
@@ -431,13 +462,15 @@ async fn execute(
     let cgroup = cgroup.map(Arc::new);
     let sweep: Arc<dyn Fn() + Send + Sync> = {
         let cgroup = cgroup.clone();
-        let uid = ids.map(|(uid, _)| uid);
+        let lease = lease.clone();
         Arc::new(move || {
             if let Some(cgroup) = &cgroup {
                 cgroup.kill_all();
             }
-            if let Some(uid) = uid {
-                uid::reap_uid(uid);
+            // The last sweep runs after the run's process was reaped: when it leaves the uid
+            // clean, releasing the lease needs no further scan.
+            if let Some(lease) = &lease {
+                lease.reap();
             }
         })
     };

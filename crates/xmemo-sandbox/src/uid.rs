@@ -11,6 +11,7 @@ use std::io;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -24,6 +25,9 @@ pub struct UidLease {
     slot: usize,
     _lock: File,
     pool: Arc<PoolState>,
+    /// The last [`UidLease::reap`] left no process of the uid alive. Only processes of the
+    /// uid can start more of them, so the uid stays clean and the drop need not scan again.
+    reaped_clean: AtomicBool,
 }
 
 impl UidLease {
@@ -31,11 +35,20 @@ impl UidLease {
     pub fn uid(&self) -> u32 {
         self.uid
     }
+
+    /// Kills every process of the uid (see [`reap_uid`]) and remembers whether none was left.
+    /// Call it once the run's own process has been reaped, so that nothing can start another.
+    pub fn reap(&self) {
+        let left = reap_uid_scanned(self.uid).alive;
+        self.reaped_clean.store(left.is_empty(), Ordering::SeqCst);
+    }
 }
 
 impl Drop for UidLease {
     fn drop(&mut self) {
-        reap_uid(self.uid);
+        if !self.reaped_clean.load(Ordering::SeqCst) {
+            reap_uid(self.uid);
+        }
         if let Ok(mut used) = self.pool.used.lock()
             && let Some(flag) = used.get_mut(self.slot)
         {
@@ -143,9 +156,10 @@ impl UidPool {
             let uid = self.base + slot as u32;
             match self.lock_slot(uid) {
                 Ok(Some(lock)) => {
-                    // Leftovers of a crashed holder of this uid must not count against us.
-                    reap_uid(uid);
-                    if require_clean && !processes_of_uid(uid, true).is_empty() {
+                    // Leftovers of a crashed holder of this uid must not count against us;
+                    // the reap's last scan also tells whether zombies are left.
+                    let left = reap_uid_scanned(uid);
+                    if require_clean && (!left.alive.is_empty() || left.dead > 0) {
                         if let Ok(mut used) = self.state.used.lock() {
                             used[slot] = false;
                         }
@@ -156,6 +170,7 @@ impl UidPool {
                         slot,
                         _lock: lock,
                         pool: Arc::clone(&self.state),
+                        reaped_clean: AtomicBool::new(false),
                     }));
                 }
                 Ok(None) | Err(_) => {
@@ -222,36 +237,71 @@ fn spread_start(count: usize) -> usize {
     (nanos ^ (std::process::id() as usize).wrapping_mul(2_654_435_761)) % count.max(1)
 }
 
-/// Pids of every process whose real, effective, saved or fs uid is `uid`; zombies only when
-/// `include_dead` (the sandbox's init is reparented to the host's init when bwrap exits and
-/// waits there, dead, to be reaped).
-pub fn processes_of_uid(uid: u32, include_dead: bool) -> Vec<libc::pid_t> {
+/// Every process whose real, effective, saved or fs uid is `uid`, in one pass over /proc,
+/// split into those that run and the zombies (the sandbox's init is reparented to the host's
+/// init when bwrap exits and waits there, dead, to be reaped). Reading every `status` costs a
+/// few milliseconds on a busy host, so callers scan once and use both answers.
+#[derive(Debug, Default)]
+pub struct UidScan {
+    /// Processes of the uid that still run.
+    pub alive: Vec<libc::pid_t>,
+    /// Zombies of the uid, waiting to be reaped by their parent.
+    pub dead_pids: Vec<libc::pid_t>,
+    /// `dead_pids.len()`.
+    pub dead: usize,
+}
+
+pub fn scan_uid(uid: u32) -> UidScan {
+    let mut scan = UidScan::default();
     let Ok(entries) = fs::read_dir("/proc") else {
-        return Vec::new();
+        return scan;
     };
-    entries
+    for pid in entries
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<libc::pid_t>().ok())
-        .filter(|pid| {
-            fs::read_to_string(format!("/proc/{pid}/status"))
-                .ok()
-                .filter(|s| include_dead || !status_is_dead(s))
-                .and_then(|s| status_uids(&s))
-                .is_some_and(|ids| ids.contains(&uid))
-        })
-        .collect()
+    {
+        let Ok(status) = fs::read_to_string(format!("/proc/{pid}/status")) else {
+            continue;
+        };
+        if !status_uids(&status).is_some_and(|ids| ids.contains(&uid)) {
+            continue;
+        }
+        if status_is_dead(&status) {
+            scan.dead_pids.push(pid);
+        } else {
+            scan.alive.push(pid);
+        }
+    }
+    scan.dead = scan.dead_pids.len();
+    scan
 }
 
 /// SIGKILLs every process running as `uid` until none is left (bounded). Only for uids
 /// private to the engine. Returns how many kills were sent.
 pub fn reap_uid(uid: u32) -> usize {
+    reap_uid_scanned(uid).killed
+}
+
+/// What [`reap_uid_scanned`] did and what its last scan saw.
+#[derive(Debug, Default)]
+pub struct Reaped {
+    pub killed: usize,
+    /// Processes still alive at the last scan (empty unless the bound was reached).
+    pub alive: Vec<libc::pid_t>,
+    /// Zombies of the uid at the last scan.
+    pub dead: usize,
+}
+
+/// [`reap_uid`], returning the last scan too.
+pub fn reap_uid_scanned(uid: u32) -> Reaped {
     let mut killed = 0;
+    let mut scan = UidScan::default();
     for round in 0..200 {
-        let pids = processes_of_uid(uid, false);
-        if pids.is_empty() {
+        scan = scan_uid(uid);
+        if scan.alive.is_empty() {
             break;
         }
-        for pid in pids {
+        for &pid in &scan.alive {
             // SAFETY: kill with a positive pid of a process running as a uid reserved for
             // sandbox runs (and locked by this process).
             unsafe {
@@ -261,7 +311,11 @@ pub fn reap_uid(uid: u32) -> usize {
         }
         std::thread::sleep(Duration::from_millis(if round < 10 { 2 } else { 20 }));
     }
-    killed
+    Reaped {
+        killed,
+        alive: scan.alive,
+        dead: scan.dead,
+    }
 }
 
 #[cfg(test)]

@@ -205,3 +205,21 @@ async fn limits_report_names_a_mechanism_for_each_limit() {
     assert_eq!(json["isolation"], "bubblewrap");
     assert_eq!(json["status"], "success");
 }
+
+/// `SandboxEngine::start` probes in the background (so a server can listen meanwhile): a run
+/// asked for at once waits for the probe and runs isolated, instead of being refused.
+#[tokio::test]
+async fn a_run_asked_for_while_the_probe_runs_waits_for_it() {
+    // Checks the machine first (fails loudly unless bubblewrap works here).
+    let Some(_) = engine().await else { return };
+    let engine = xmemo_sandbox::SandboxEngine::start(xmemo_sandbox::SandboxConfig::default());
+    let outcome = engine
+        .run(py("print('after the probe')\n"))
+        .await
+        .expect("runs");
+    assert_eq!(outcome.status, RunStatus::Success, "{outcome:?}");
+    assert_eq!(outcome.isolation, Isolation::Bubblewrap);
+    assert_eq!(outcome.stdout, "after the probe\n");
+    assert!(engine.state().available);
+    assert!(engine.probed().await.available);
+}

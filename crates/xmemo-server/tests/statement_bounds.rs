@@ -6,6 +6,7 @@ mod mcp_harness;
 use mcp_harness::*;
 use rmcp::model::PaginatedRequestParams;
 use serde_json::json;
+use xmemo_server::mcp::skills_ext::PAGE_SIZE;
 
 /// Statements the store ran while `f` ran.
 async fn counted<T>(s: &McpServer, f: impl std::future::Future<Output = T>) -> (u64, T) {
@@ -59,13 +60,14 @@ async fn catalog_pages_and_level_1_cost_a_fixed_number_of_statements() {
     assert_eq!(small.skills.len(), 2);
     assert!(small.next_cursor.is_none());
 
-    for i in 0..58 {
-        let args = with_components(&format!("many-{i:02}"), 3);
+    let page = PAGE_SIZE as usize;
+    for i in 0..page + 8 {
+        let args = with_components(&format!("many-{i:04}"), 3);
         ok(&call(&client, "save_cloud_skill", args).await.expect("save"));
     }
     let (full_page, full) = counted(&s, client.list_skills(None)).await;
     let full = full.expect("skills/list");
-    assert_eq!(full.skills.len(), 50);
+    assert_eq!(full.skills.len(), page);
     let cursor = full.next_cursor.clone().expect("a second page");
     let (next_page, next) = counted(
         &s,
@@ -77,12 +79,12 @@ async fn catalog_pages_and_level_1_cost_a_fixed_number_of_statements() {
     assert_eq!(next.expect("page 2").skills.len(), 10);
 
     println!(
-        "statements: page of 2 = {small_page}, page of 50 = {full_page}, page 2 = {next_page}"
+        "statements: page of 2 = {small_page}, page of {page} = {full_page}, page 2 = {next_page}"
     );
     assert!(small_page <= 8, "a page took {small_page} statements");
     assert_eq!(
         full_page, small_page,
-        "a page of 50 costs what a page of 2 does"
+        "a full page costs what a page of 2 does"
     );
     assert_eq!(next_page, small_page);
 
@@ -90,7 +92,7 @@ async fn catalog_pages_and_level_1_cost_a_fixed_number_of_statements() {
     assert!(!listed.expect("resources/list").resources.is_empty());
     assert_eq!(resources, small_page);
     let (prompts, listed) = counted(&s, client.list_prompts(None)).await;
-    assert_eq!(listed.expect("prompts/list").prompts.len(), 50);
+    assert_eq!(listed.expect("prompts/list").prompts.len(), page);
     assert_eq!(prompts, small_page);
 
     let (bare, r) = counted(

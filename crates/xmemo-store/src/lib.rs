@@ -32,6 +32,9 @@ pub trait Store: Send + Sync + 'static {
     /// SQL statements this store has run so far: tests and diagnostics bound the work of one
     /// request with it.
     fn statements_run(&self) -> u64;
+    /// Write transactions that have carried skill saves so far. Concurrent saves share one
+    /// (group commit), so under load this grows slower than the number of saves.
+    fn save_transactions(&self) -> u64;
 
     // Audit drafts are the caller's: the store fills in only the identifiers it allocates
     // (the new account's `account_id` and personal workspace, a new key's `key_id`).

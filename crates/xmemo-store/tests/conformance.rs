@@ -159,6 +159,7 @@ conformance!(
     components_are_content_addressed,
     concurrent_saves_are_gap_free,
     concurrent_saves_of_many_new_slugs,
+    group_commit_answers_each_save_its_own_result,
     publish_deprecates_previous_and_status_is_compare_and_set,
     concurrent_publishes_leave_one_published,
     database_enforces_one_published_revision,
@@ -1154,6 +1155,130 @@ mod cases {
         let counts = store.table_counts().await.unwrap();
         assert_eq!(counts["skills"], 4);
         assert_eq!(counts["revisions"], 4);
+    }
+
+    /// Concurrent saves share write transactions (group commit), yet each is answered with its
+    /// own outcome: new skills are created, a stale `expected_revision_id` conflicts, of two
+    /// saves expecting the same revision exactly one wins, and a save that fails inside the
+    /// database half-way (two components with one path) leaves nothing behind — while the
+    /// saves batched with it are all kept.
+    pub async fn group_commit_answers_each_save_its_own_result(db: &TestDb) {
+        let store = db.store();
+        let alice = account(&store, "alice").await;
+        let ws = alice.personal_workspace_id.clone();
+        let who = actor(&alice.account_id);
+        let base = save(&store, &alice, "base", draft("base v1")).await;
+        let r1 = base.revision.revision_id.clone();
+        let before = store.save_transactions();
+        let audit_before = store
+            .list_audit(&AuditFilter::default())
+            .await
+            .unwrap()
+            .len();
+
+        enum Expect {
+            Created(String),
+            Stale,
+            RaceOnR1,
+            Broken(String),
+        }
+        let mut tasks = Vec::new();
+        for i in 0..28 {
+            let (save, expect) = match i {
+                3 => (
+                    draft("stale")
+                        .expect(Some("rev_not_the_latest"))
+                        .to_save(&ws, "base", &who),
+                    Expect::Stale,
+                ),
+                7 | 19 => (
+                    draft(&format!("base v2 from {i}"))
+                        .expect(Some(&r1))
+                        .to_save(&ws, "base", &who),
+                    Expect::RaceOnR1,
+                ),
+                11 => (
+                    draft("broken")
+                        .components(vec![
+                            component("scripts/a.sh", ComponentType::Script, b"one"),
+                            component("scripts/a.sh", ComponentType::Script, b"two"),
+                        ])
+                        .to_save(&ws, "broken-one", &who),
+                    Expect::Broken("broken-one".into()),
+                ),
+                _ => {
+                    let slug = format!("group-{i}");
+                    (
+                        draft(&format!("body {i}")).to_save(&ws, &slug, &who),
+                        Expect::Created(slug),
+                    )
+                }
+            };
+            let node = store.clone();
+            tasks.push((
+                expect,
+                tokio::spawn(async move { node.save_revision(save).await }),
+            ));
+        }
+        let mut created = 0;
+        let mut race_won = Vec::new();
+        for (expect, task) in tasks {
+            let result = task.await.unwrap();
+            match expect {
+                Expect::Created(slug) => {
+                    let outcome = result.unwrap_or_else(|e| panic!("{slug}: {e}"));
+                    assert!(outcome.created);
+                    assert_eq!(outcome.skill.slug, slug);
+                    assert_eq!(outcome.revision.revision_number, 1);
+                    let stored = store
+                        .get_revision(&outcome.revision.revision_id)
+                        .await
+                        .unwrap()
+                        .expect("an acknowledged save is readable");
+                    assert_eq!(stored.instruction_body, outcome.revision.instruction_body);
+                    created += 1;
+                }
+                Expect::Stale => {
+                    conflict(result);
+                }
+                Expect::RaceOnR1 => match result {
+                    Ok(outcome) => {
+                        assert_eq!(outcome.revision.revision_number, 2);
+                        race_won.push(outcome.revision.revision_id);
+                    }
+                    Err(StoreError::Conflict(_)) => {}
+                    Err(e) => panic!("expected a win or a conflict, got {e}"),
+                },
+                Expect::Broken(slug) => {
+                    assert!(result.is_err(), "two components with one path must fail");
+                    let found = store
+                        .find_skills_by_slug(std::slice::from_ref(&ws), &slug)
+                        .await
+                        .unwrap();
+                    assert!(found.is_empty(), "a failed save leaves no skill behind");
+                }
+            }
+        }
+        assert_eq!(created, 24);
+        assert_eq!(race_won.len(), 1, "exactly one save expecting r1 wins");
+        let latest = store
+            .latest_revision(&base.skill.skill_id)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(latest.revision_id, race_won[0]);
+        let transactions = store.save_transactions() - before;
+        assert!(
+            transactions < 28,
+            "28 concurrent saves should share commits, took {transactions} transactions"
+        );
+        // One audit entry per written save, and the chain still verifies.
+        let audit = store.list_audit(&AuditFilter::default()).await.unwrap();
+        assert_eq!(audit.len() - audit_before, 25);
+        assert_eq!(verify_audit_chain(&audit), Ok(()));
+        let counts = store.table_counts().await.unwrap();
+        assert_eq!(counts["skills"], 25);
+        assert_eq!(counts["revisions"], 26);
     }
 
     pub async fn publish_deprecates_previous_and_status_is_compare_and_set(db: &TestDb) {

@@ -22,8 +22,12 @@ use serde_json::{Map, Value};
 
 pub const SCHEME: &str = "skill://";
 pub const SKILL_MD: &str = "SKILL.md";
-/// Skills per `skills/list` / `resources/list` page.
-pub const PAGE_SIZE: u32 = 50;
+/// Skills per `skills/list` / `resources/list` / `prompts/list` page. Clients walk the whole
+/// catalog (a Skills listing entry is a complete manifest) and give up after a fixed number of
+/// pages: the MCP Inspector and the TypeScript SDK's list-all verbs stop at 64. 500 a page
+/// keeps a 32,000-skill catalog within that (10,000 skills are 20 pages) while a page stays a
+/// few hundred KB.
+pub const PAGE_SIZE: u32 = 500;
 
 /// A parsed `skill://<workspace>/<slug>/<file>` URI.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -6,6 +6,7 @@
 mod accounts;
 mod audit;
 pub(crate) mod driver;
+mod group;
 mod invitations;
 mod memories;
 mod migrations;
@@ -150,6 +151,7 @@ pub struct SqlStore<D: Dialect> {
     reader: Pool<Db<D>>,
     writer: Pool<Db<D>>,
     statements: Arc<AtomicU64>,
+    saves: Arc<group::SaveGroup>,
     dialect: PhantomData<D>,
 }
 
@@ -167,6 +169,7 @@ impl<D: Dialect> Clone for SqlStore<D> {
             reader: self.reader.clone(),
             writer: self.writer.clone(),
             statements: self.statements.clone(),
+            saves: self.saves.clone(),
             dialect: PhantomData,
         }
     }
@@ -178,6 +181,7 @@ impl<D: Dialect> SqlStore<D> {
             reader,
             writer,
             statements: Arc::new(AtomicU64::new(0)),
+            saves: Arc::new(group::SaveGroup::default()),
             dialect: PhantomData,
         }
     }
@@ -186,6 +190,12 @@ impl<D: Dialect> SqlStore<D> {
     /// that bound the work of one request.
     pub fn statements_run(&self) -> u64 {
         self.statements.load(Ordering::Relaxed)
+    }
+
+    /// Write transactions that carried skill saves so far; fewer than the saves means
+    /// concurrent saves shared a commit (group commit, see `sql/group.rs`).
+    pub fn save_transactions(&self) -> u64 {
+        self.saves.batches()
     }
 
     pub(crate) async fn read(&self) -> StoreResult<Session<D>> {

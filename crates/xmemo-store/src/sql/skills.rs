@@ -371,13 +371,28 @@ async fn deprecate_published<D: Dialect>(
     Ok(())
 }
 
-pub async fn save_revision<D: Dialect>(
+/// One save in its own transaction (a batch of one, or a save retried alone).
+pub async fn save_alone<D: Dialect>(
     store: &SqlStore<D>,
-    save: SaveRevision,
+    save: &SaveRevision,
+) -> StoreResult<SaveOutcome> {
+    let mut s = store.write().await?;
+    let outcome = save_in(&mut s, save).await?;
+    if outcome.created {
+        s.commit().await?;
+    }
+    // An unchanged save wrote nothing: the transaction rolls back when dropped.
+    Ok(outcome)
+}
+
+/// A save's statements inside the caller's transaction (its own, or a savepoint of a group
+/// commit). `created == false` means nothing needs to be kept: the caller rolls back.
+pub async fn save_in<D: Dialect>(
+    s: &mut Session<D>,
+    save: &SaveRevision,
 ) -> StoreResult<SaveOutcome> {
     let at = now();
-    let mut s = store.write().await?;
-    let skill_id = lock_or_create_skill(&mut s, &save, &at).await?;
+    let skill_id = lock_or_create_skill(s, save, &at).await?;
     let latest = s
         .optional(
             Stmt::new("SELECT revision_id, canonical_hash FROM revisions WHERE skill_id = $1 ORDER BY revision_number DESC LIMIT 1")
@@ -394,10 +409,10 @@ pub async fn save_revision<D: Dialect>(
         &save.canonical_hash,
     )?;
     if let SaveDecision::Unchanged(revision_id) = decision {
-        // Nothing is written: the transaction rolls back when dropped.
+        // Nothing is written: the caller rolls back.
         return Ok(SaveOutcome {
-            skill: existing_skill(&mut s, &skill_id).await?,
-            revision: revision_in(&mut s, &revision_id).await?,
+            skill: existing_skill(s, &skill_id).await?,
+            revision: revision_in(s, &revision_id).await?,
             created: false,
         });
     }
@@ -414,7 +429,7 @@ pub async fn save_revision<D: Dialect>(
         .await?
         .int("latest_revision_number")?;
     if save.status == RevisionStatus::Published {
-        deprecate_published(&mut s, &skill_id, &at).await?;
+        deprecate_published(s, &skill_id, &at).await?;
     }
     let revision = Revision {
         revision_id: new_id("rev"),
@@ -433,7 +448,7 @@ pub async fn save_revision<D: Dialect>(
         status_changed_at: at.clone(),
         source: save.source.clone(),
     };
-    insert_revision(&mut s, &revision).await?;
+    insert_revision(s, &revision).await?;
     // Blobs in content-hash order, so two saves sharing blobs never wait on each other in
     // opposite orders.
     let blobs: BTreeMap<&str, &[u8]> = save
@@ -442,11 +457,11 @@ pub async fn save_revision<D: Dialect>(
         .map(|c| (c.manifest.content_hash.as_str(), c.content.as_slice()))
         .collect();
     for (hash, bytes) in blobs {
-        insert_blob(&mut s, hash, bytes, "ON CONFLICT (content_hash) DO NOTHING").await?;
+        insert_blob(s, hash, bytes, "ON CONFLICT (content_hash) DO NOTHING").await?;
     }
-    insert_components(&mut s, &revision).await?;
+    insert_components(s, &revision).await?;
     if save.status == RevisionStatus::Published {
-        refresh_search_row(&mut s, &skill_id).await?;
+        refresh_search_row(s, &skill_id).await?;
     }
     let audit = AuditDraft::new("skill.save", &save.attribution)
         .workspace(&save.workspace_id)
@@ -458,9 +473,8 @@ pub async fn save_revision<D: Dialect>(
             "status": save.status,
             "canonical_hash": save.canonical_hash,
         }));
-    audit::append(&mut s, &audit).await?;
-    let skill = existing_skill(&mut s, &skill_id).await?;
-    s.commit().await?;
+    audit::append(s, &audit).await?;
+    let skill = existing_skill(s, &skill_id).await?;
     Ok(SaveOutcome {
         skill,
         revision,

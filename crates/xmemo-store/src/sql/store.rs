@@ -21,6 +21,10 @@ impl<D: Dialect> Store for SqlStore<D> {
         SqlStore::statements_run(self)
     }
 
+    fn save_transactions(&self) -> u64 {
+        SqlStore::save_transactions(self)
+    }
+
     async fn ping(&self) -> StoreResult<()> {
         self.read().await?.execute(Stmt::new("SELECT 1")).await?;
         Ok(())
@@ -289,7 +293,7 @@ impl<D: Dialect> Store for SqlStore<D> {
         skills::shared_slugs(self, workspace_ids, slugs).await
     }
     async fn save_revision(&self, save: SaveRevision) -> StoreResult<SaveOutcome> {
-        skills::save_revision(self, save).await
+        super::group::save(self, save).await
     }
     async fn get_revision(&self, revision_id: &str) -> StoreResult<Option<Revision>> {
         skills::get_revision(self, revision_id).await
