@@ -61,14 +61,14 @@ pub struct Errors {
 }
 
 impl Errors {
-    fn add(&mut self, msg: String) {
+    pub fn add(&mut self, msg: String) {
         self.count += 1;
         if self.samples.len() < ERROR_SAMPLES {
             self.samples.push(msg);
         }
     }
 
-    fn merge(&mut self, other: Errors) {
+    pub fn merge(&mut self, other: Errors) {
         self.count += other.count;
         for s in other.samples {
             if self.samples.len() < ERROR_SAMPLES {

@@ -2,9 +2,14 @@
 //! save throughput and Level 0/1/2 recall throughput and latency. A benchmark, not a test:
 //! it never fails on a figure; it prints each target next to what was measured.
 
+mod calls;
 mod corpus;
 mod load;
+mod mcp;
 mod memories;
+mod peer;
+mod read_path;
+mod relevance;
 mod report;
 mod sandbox;
 mod saves;
@@ -81,11 +86,21 @@ struct Args {
     quality_queries: usize,
     #[command(flatten)]
     writes: writes::WriteArgs,
+    #[command(flatten)]
+    read_path: read_path::ReadPathArgs,
 }
 
 #[tokio::main]
 async fn main() -> Result<()> {
-    let args = Args::parse();
+    let mut args = Args::parse();
+    if args.read_path.quick {
+        args.read_path.apply_quick(
+            &mut args.sizes,
+            &mut args.clients,
+            &mut args.duration_secs,
+            &mut args.warmup_secs,
+        );
+    }
     let mut sizes = args.sizes.clone();
     sizes.sort_unstable();
     sizes.dedup();
@@ -194,8 +209,9 @@ async fn main() -> Result<()> {
     }
 
     // Ctrl-C stops the run but still prints what was measured so far.
+    let mut extra = Vec::new();
     let result = tokio::select! {
-        r = run(&args, &sizes, &clients, &mut srv, &mut report) => r,
+        r = run(&args, &sizes, &clients, &mut srv, &mut report, &bin, &mut extra) => r,
         _ = tokio::signal::ctrl_c() => Err(anyhow::anyhow!("interrupted (Ctrl-C); the report below is partial")),
     };
     if let Err(e) = &result {
@@ -211,7 +227,11 @@ async fn main() -> Result<()> {
         eprintln!("xmemo-bench: data kept in {}", srv.data_dir.display());
     }
     // Print whatever was measured, even after a failure.
-    let table = report.table();
+    let mut table = report.table();
+    for line in &extra {
+        table.push('\n');
+        table.push_str(line);
+    }
     if args.json {
         eprintln!("{table}");
         println!(
@@ -328,6 +348,8 @@ async fn run(
     clients: &[usize],
     srv: &mut Server,
     report: &mut Report,
+    bin: &Path,
+    extra: &mut Vec<String>,
 ) -> Result<()> {
     let corpus = Arc::new(Corpus::new(args.corpus_seed, args.vocabulary));
     let mut seeded: Vec<Seeded> = Vec::new();
@@ -424,6 +446,28 @@ async fn run(
                 }
             }
         }
+        read_path::after_size(
+            &args.read_path,
+            read_path::SizeRun {
+                size_no,
+                skills: n,
+                corpus: corpus.clone(),
+                seeded: skills.clone(),
+                base_url: &srv.base_url,
+                key: &srv.admin_key,
+                server_pid: srv.pid,
+                xmemo_bin: bin,
+                warmup,
+                duration,
+                seed: args.corpus_seed,
+                rest_l0: report.sizes.last(),
+            },
+            extra,
+        )
+        .await?;
+        if !srv.alive() {
+            bail!("the server exited during the run");
+        }
     }
     Ok(())
 }
@@ -458,7 +502,7 @@ fn request_gen(level: Level, corpus: Arc<Corpus>, skills: Arc<Vec<Seeded>>) -> A
 }
 
 /// Percent-encodes everything but unreserved characters.
-fn encode(s: &str) -> String {
+pub(crate) fn encode(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
         if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {

@@ -343,6 +343,9 @@ async fn unknown_and_known_handles_answer_alike() {
     s.post("/api/v1/workspaces", owner, json!({"handle": "ops"}))
         .await
         .expect_ok();
+    // The new team changed the owner's memberships: one request refills the store's
+    // credential cache, so both invitations below find the caller's credential alike.
+    s.get("/api/v1/me", owner).await;
 
     let unknown_id = format!("acct_{}", "0".repeat(32));
     let pairs = [("bob", "nobody"), (bob_id.as_str(), unknown_id.as_str())];

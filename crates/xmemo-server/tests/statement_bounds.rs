@@ -81,7 +81,8 @@ async fn catalog_pages_and_level_1_cost_a_fixed_number_of_statements() {
     println!(
         "statements: page of 2 = {small_page}, page of {page} = {full_page}, page 2 = {next_page}"
     );
-    assert!(small_page <= 8, "a page took {small_page} statements");
+    // With the credential cache warm (the calls before this one), only the page's own reads.
+    assert!(small_page <= 4, "a page took {small_page} statements");
     assert_eq!(
         full_page, small_page,
         "a full page costs what a page of 2 does"
@@ -118,6 +119,7 @@ async fn catalog_pages_and_level_1_cost_a_fixed_number_of_statements() {
         Some(12)
     );
     println!("statements: Level 1 with 0 components = {bare}, with 12 = {rich}");
-    assert!(bare <= 8, "Level 1 took {bare} statements");
+    // The skill by slug, then its revision with its components (one statement).
+    assert!(bare <= 2, "Level 1 took {bare} statements");
     assert_eq!(rich, bare, "components are read in one statement");
 }

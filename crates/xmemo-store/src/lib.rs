@@ -43,6 +43,13 @@ pub trait Store: Send + Sync + 'static {
     /// Creates the account, its personal workspace and its owner membership.
     async fn create_account(&self, new: NewAccount, audit: AuditDraft) -> StoreResult<Account>;
     async fn get_account(&self, account_id: &str) -> StoreResult<Option<Account>>;
+    /// The account a presented credential belongs to, for authentication: the same row as
+    /// [`Store::get_account`], which an implementation may serve from a short-lived cache
+    /// (the SQL stores do; see `sql::cache`). Other lookups use `get_account`, so whether an
+    /// account was recently active never changes the work of a request about it.
+    async fn account_of_credential(&self, account_id: &str) -> StoreResult<Option<Account>> {
+        self.get_account(account_id).await
+    }
     async fn find_account_by_handle(&self, handle: &str) -> StoreResult<Option<Account>>;
     async fn list_accounts(&self) -> StoreResult<Vec<Account>>;
     /// Removes the account and everything only it owns, in one transaction (see

@@ -47,6 +47,126 @@ pub fn fts_expression(query: &str) -> Option<String> {
     )
 }
 
+/// One word of a query; the last word of a query is also matched as a prefix.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Term {
+    pub word: String,
+    pub prefix: bool,
+}
+
+/// The query's words ([`terms`]) without repeats, the last one as a prefix.
+pub fn query_terms(query: &str) -> Vec<Term> {
+    let words = terms(query);
+    let last = words.len().saturating_sub(1);
+    let mut out: Vec<Term> = Vec::with_capacity(words.len());
+    for (i, word) in words.into_iter().enumerate() {
+        let prefix = i == last;
+        if let Some(same) = out.iter_mut().find(|t| t.word == word) {
+            same.prefix |= prefix;
+        } else {
+            out.push(Term { word, prefix });
+        }
+    }
+    out
+}
+
+/// An FTS5 expression ORing the given terms, each quoted, prefixes starred.
+pub fn fts_terms(terms: &[Term]) -> Option<String> {
+    if terms.is_empty() {
+        return None;
+    }
+    Some(
+        terms
+            .iter()
+            .map(|t| {
+                if t.prefix {
+                    format!("\"{}\"*", t.word)
+                } else {
+                    format!("\"{}\"", t.word)
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" OR "),
+    )
+}
+
+/// How many index rows one query may score, summed over the words it ranks by: the bound on
+/// a Level 0 search's (and a memory recall's) ranking work, whatever the size of the index.
+pub const SCORED_ROWS_BUDGET: u64 = 200;
+
+/// Words matching at most this many rows may still weigh in the score of the rows the rarer
+/// words select ([`Plan::Ranked`]'s `boost`): BM25 counts every row holding a word of its
+/// expression once per query, which stays cheap up to here. Counting is capped here too.
+pub const BOOST_MAX_ROWS: u64 = 5_000;
+
+/// Rows a query made only of very common words draws its answers from (per tier).
+pub const CAPPED_CANDIDATES: u64 = 200;
+
+/// How a full-text query is answered, decided from how many rows each word matches
+/// (counted up to [`BOOST_MAX_ROWS`], so counting is bounded too).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Plan {
+    /// Rank the rows matching any of `select` (the rarest words of the query, as many as fit
+    /// in [`SCORED_ROWS_BUDGET`]; when even the rarest does not fit, every word below
+    /// [`BOOST_MAX_ROWS`]); `boost` (words of middle frequency) adds to the score of
+    /// those rows without selecting more. Words more common than [`BOOST_MAX_ROWS`] are
+    /// pruned when rarer ones are present: they add little to the ranking and would make it
+    /// count or score most of the index.
+    Ranked { select: Vec<Term>, boost: Vec<Term> },
+    /// Every word matches [`BOOST_MAX_ROWS`] rows or more: the answers come from a bounded number
+    /// of matching rows (those naming a word in their slug/name/title first), not from
+    /// scoring every match.
+    Capped(Vec<Term>),
+}
+
+/// The plan for terms with their (capped) row counts.
+pub fn plan(counted: Vec<(Term, u64)>) -> Plan {
+    let mut sorted = counted;
+    sorted.sort_by_key(|(_, n)| *n);
+    match sorted.first() {
+        None => Plan::Capped(vec![]),
+        Some((_, rarest)) if *rarest >= BOOST_MAX_ROWS => {
+            Plan::Capped(sorted.into_iter().map(|(t, _)| t).collect())
+        }
+        // No word fits the budget but some are not very common: rank every match of those
+        // (as before the plan existed). Capping here drew unscored rows and lost the answer
+        // of two-rare-word queries at 100k skills (hit@5 0.637, see docs/benchmarks.md).
+        Some((_, rarest)) if *rarest > SCORED_ROWS_BUDGET => Plan::Ranked {
+            select: sorted
+                .into_iter()
+                .filter(|(_, n)| *n < BOOST_MAX_ROWS)
+                .map(|(t, _)| t)
+                .collect(),
+            boost: vec![],
+        },
+        Some(_) => {
+            let (mut select, mut boost) = (Vec::new(), Vec::new());
+            let mut sum = 0;
+            for (term, n) in sorted {
+                // Counts are cached for a while (see `TermCounts`): a word that matched
+                // nothing may match a skill saved since, so it is kept (it costs nothing).
+                if boost.is_empty() && sum + n <= SCORED_ROWS_BUDGET {
+                    sum += n;
+                    select.push(term);
+                } else if n < BOOST_MAX_ROWS {
+                    boost.push(term);
+                }
+            }
+            Plan::Ranked { select, boost }
+        }
+    }
+}
+
+/// The FTS5 expression of a ranked plan: rows matching a `select` word, scored over every
+/// word (`(S) AND (S OR B)`: the second clause holds for every selected row).
+pub fn fts_ranked(select: &[Term], boost: &[Term]) -> Option<String> {
+    let s = fts_terms(select)?;
+    Some(match fts_terms(boost) {
+        None => s,
+        Some(b) => format!("({s}) AND ({s} OR {b})"),
+    })
+}
+
 /// Public score: higher is better; exact slug/name matches are lifted above every other hit.
 pub fn score(exact: bool, relevance: f64) -> f64 {
     let relevance = (relevance.max(0.0) * 1e6).round() / 1e6;
@@ -68,6 +188,75 @@ mod tests {
             Some("\"a\" OR \"or\" OR \"near\" OR \"b\"*")
         );
         assert_eq!(fts_expression("  -- ** "), None);
+    }
+
+    #[test]
+    fn terms_dedupe_and_prefix_the_last() {
+        let t = query_terms("Deploy prod deploy");
+        assert_eq!(
+            t,
+            vec![
+                Term {
+                    word: "deploy".into(),
+                    prefix: true
+                },
+                Term {
+                    word: "prod".into(),
+                    prefix: false
+                },
+            ]
+        );
+        assert_eq!(fts_terms(&t).as_deref(), Some("\"deploy\"* OR \"prod\""));
+    }
+
+    #[test]
+    fn plans_prune_common_words_and_cap_all_common_queries() {
+        let t = |w: &str| Term {
+            word: w.into(),
+            prefix: false,
+        };
+        let (big, mid) = (BOOST_MAX_ROWS, SCORED_ROWS_BUDGET + 1);
+        assert_eq!(
+            plan(vec![
+                (t("the"), big),
+                (t("rare"), 7),
+                (t("mid"), mid),
+                (t("low"), 90)
+            ]),
+            Plan::Ranked {
+                select: vec![t("rare"), t("low")],
+                boost: vec![t("mid")]
+            }
+        );
+        assert_eq!(
+            plan(vec![(t("a"), 150), (t("b"), 150)]),
+            Plan::Ranked {
+                select: vec![t("a")],
+                boost: vec![t("b")]
+            }
+        );
+        assert_eq!(
+            plan(vec![(t("the"), big), (t("of"), mid)]),
+            Plan::Ranked {
+                select: vec![t("of")],
+                boost: vec![]
+            }
+        );
+        assert_eq!(
+            plan(vec![(t("the"), big), (t("a"), big)]),
+            Plan::Capped(vec![t("the"), t("a")])
+        );
+        assert_eq!(
+            plan(vec![(t("new"), 0)]),
+            Plan::Ranked {
+                select: vec![t("new")],
+                boost: vec![]
+            }
+        );
+        assert_eq!(
+            fts_ranked(&[t("a")], &[t("b")]).as_deref(),
+            Some("(\"a\") AND (\"a\" OR \"b\")")
+        );
     }
 
     #[test]

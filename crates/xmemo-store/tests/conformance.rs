@@ -192,6 +192,7 @@ conformance!(
     oauth_grants_list_and_revoke,
     oauth_rows_go_with_the_account,
     passwords_travel_with_a_snapshot,
+    credential_cache_follows_every_write_at_once,
 );
 
 // ---------------------------------------------------------------------------------------------
@@ -656,6 +657,108 @@ mod cases {
             "a no-op removal is not audited"
         );
         assert_eq!(store.memberships(&bob.account_id).await.unwrap().len(), 1);
+    }
+
+    /// The store caches keys, accounts and memberships for the credential lookup of every
+    /// request; each write through the store is seen by the very next read, and a repeated
+    /// lookup runs no statement.
+    pub async fn credential_cache_follows_every_write_at_once(db: &TestDb) {
+        let store = db.store();
+        let alice = account(&store, "alice").await;
+        let bob = account(&store, "bob").await;
+        let key = store
+            .create_api_key(
+                NewApiKey {
+                    account_id: bob.account_id.clone(),
+                    name: "laptop".into(),
+                    prefix: "xm_abcd".into(),
+                    key_hash: "d".repeat(64),
+                    scopes: vec!["memory:read".into()],
+                    profile: "ordinary-full".into(),
+                    expires_at: None,
+                },
+                AuditDraft::new("key.create", &actor(&bob.account_id)),
+            )
+            .await
+            .unwrap();
+        let lookup = |store: DynStore| async move {
+            let k = store.find_api_key_by_hash(&"d".repeat(64)).await.unwrap();
+            let a = match &k {
+                Some(k) => store.account_of_credential(&k.account_id).await.unwrap(),
+                None => None,
+            };
+            let m = match &a {
+                Some(a) => store.memberships(&a.account_id).await.unwrap(),
+                None => vec![],
+            };
+            (k, a, m)
+        };
+        let (k, a, m) = lookup(store.clone()).await;
+        assert_eq!(k.as_ref(), Some(&key));
+        assert_eq!(a.as_ref(), Some(&bob));
+        assert_eq!(m.len(), 1, "the personal workspace");
+        let before = store.statements_run();
+        let again = lookup(store.clone()).await;
+        assert_eq!(again, (k, a, m));
+        assert_eq!(
+            store.statements_run(),
+            before,
+            "a repeated credential lookup is answered from the cache"
+        );
+
+        // A membership appears, changes role and goes, each seen at once.
+        let ws = team(&store, "ops", &alice).await;
+        join(&store, &ws, &alice, &bob, Role::Viewer).await;
+        let role_in = |m: &[Membership]| {
+            m.iter()
+                .find(|m| m.workspace.workspace_id == ws.workspace_id)
+                .map(|m| m.role)
+        };
+        assert_eq!(role_in(&lookup(store.clone()).await.2), Some(Role::Viewer));
+        store
+            .set_member_role(
+                &ws.workspace_id,
+                &bob.account_id,
+                Role::Member,
+                AuditDraft::new("member.role", &actor(&alice.account_id)),
+            )
+            .await
+            .unwrap();
+        assert_eq!(role_in(&lookup(store.clone()).await.2), Some(Role::Member));
+        assert!(
+            store
+                .remove_member(
+                    &ws.workspace_id,
+                    &bob.account_id,
+                    AuditDraft::new("member.remove", &actor(&alice.account_id)),
+                )
+                .await
+                .unwrap()
+        );
+        assert_eq!(role_in(&lookup(store.clone()).await.2), None);
+
+        // A revoked key reads revoked at once; a deleted account is gone at once.
+        assert!(
+            store
+                .revoke_api_key(
+                    &bob.account_id,
+                    &key.key_id,
+                    AuditDraft::new("key.revoke", &actor(&bob.account_id)),
+                )
+                .await
+                .unwrap()
+        );
+        let (k, _, _) = lookup(store.clone()).await;
+        assert!(k.is_some_and(|k| k.revoked_at.is_some()));
+        store
+            .delete_account(
+                &bob.account_id,
+                AuditDraft::new("account.delete", &actor(&alice.account_id)),
+            )
+            .await
+            .unwrap();
+        assert_eq!(lookup(store.clone()).await, (None, None, vec![]));
+        assert_eq!(store.get_account(&bob.account_id).await.unwrap(), None);
     }
 
     pub async fn api_keys(db: &TestDb) {

@@ -114,7 +114,7 @@ impl Service {
         }
         let account = self
             .store
-            .get_account(&key.account_id)
+            .account_of_credential(&key.account_id)
             .await?
             .ok_or_else(invalid)?;
         let scopes = key

@@ -533,7 +533,7 @@ impl Service {
         }
         let account = self
             .store
-            .get_account(&token.grant.account_id)
+            .account_of_credential(&token.grant.account_id)
             .await?
             .ok_or_else(invalid)?;
         Ok(Principal {

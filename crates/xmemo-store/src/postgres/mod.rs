@@ -23,6 +23,8 @@ pub use url::redact_url;
 
 use crate::migrate::Migration;
 use crate::model::SearchQuery;
+use crate::search::{CAPPED_CANDIDATES, Plan, Term};
+use crate::sql::cache::Index;
 use crate::sql::{Dialect, SqlStore, Stmt, in_list};
 use crate::{StoreError, StoreResult};
 use sqlx::Connection;
@@ -58,53 +60,123 @@ impl Dialect for Postgres {
 
     const MEMORY_HIT_JOIN: &'static str = "m.memory_id = h.hit_key";
 
-    fn memory_match(text: &str) -> Option<(String, Vec<String>)> {
-        let q = tsqueries_with(text, true)?;
+    fn term_count(index: Index, term: &Term, cap: u64) -> Stmt<'static> {
+        let stem = index == Index::Memories;
+        let q = tsqueries_of(std::slice::from_ref(term), stem);
+        let (plain, stemmed) = q.map(|q| (q.plain, q.stemmed)).unwrap_or_default();
+        let from = match index {
+            Index::Skills => "skill_search",
+            Index::Memories => "memories",
+        };
+        Stmt::new(format!(
+            "SELECT COUNT(*)::bigint AS n FROM (SELECT 1 FROM {from} x
+             WHERE $1 <> '' AND x.document @@ {TSQUERY} LIMIT $3) c"
+        ))
+        .bind(plain)
+        .bind(stemmed)
+        .bind(i64::try_from(cap).unwrap_or(i64::MAX))
+    }
+
+    /// Ranked: cover density over every memory matching a selecting word, scored over the
+    /// selecting and boosting words. Capped (only very common words): a bounded number of the
+    /// caller's matching memories, ranked.
+    fn memory_match(plan: &Plan, workspace_ids: &[String]) -> Option<(String, Vec<String>)> {
+        let (select, all, capped) = split(plan);
+        let s = tsqueries_of(&select, true)?;
+        let a = tsqueries_of(&all, true)?;
+        let mut values = vec![s.plain, s.stemmed, a.plain, a.stemmed];
+        let bound = if capped {
+            values.extend(workspace_ids.iter().cloned());
+            format!(
+                " AND x.workspace_id IN ({}) LIMIT {CAPPED_CANDIDATES}",
+                in_list(5, workspace_ids.len())
+            )
+        } else {
+            String::new()
+        };
         Some((
-            "hits AS (SELECT x.memory_id AS hit_key,
-                 ts_rank_cd('{0.1, 0.2, 0.5, 1.0}'::float4[], x.document, q.query, 1)::float8 AS relevance
-             FROM memories x
-             CROSS JOIN (SELECT CASE WHEN $2 = '' THEN to_tsquery('simple'::regconfig, $1)
-                          ELSE to_tsquery('simple'::regconfig, $1) || to_tsquery('english'::regconfig, $2)
-                     END AS query) q
-             WHERE x.document @@ q.query)"
-                .to_string(),
-            vec![q.plain, q.stemmed],
+            format!(
+                "hits AS (SELECT x.memory_id AS hit_key,
+                     ts_rank_cd('{{0.1, 0.2, 0.5, 1.0}}'::float4[], x.document, q.ranking, 1)::float8 AS relevance
+                 FROM memories x
+                 CROSS JOIN (SELECT {TSQUERY} AS query, {ranking} AS ranking) q
+                 WHERE x.document @@ q.query{bound})",
+                ranking = TSQUERY.replace("$1", "$3").replace("$2", "$4"),
+            ),
+            values,
         ))
     }
 
     /// Exact slug or name matches first, then cover density (slug A=1.0, name B=0.5,
     /// description C=0.1, like SQLite's 10/5/1 BM25 column weights; divided by the document
     /// length, as BM25 favours short documents), then slug. The index holds every text both as
-    /// plain words and stemmed ('english'); see [`tsqueries`].
-    fn search_statement(query: &SearchQuery) -> Option<Stmt<'_>> {
-        let tsquery = tsqueries(&query.text)?;
+    /// plain words and stemmed ('english'); see [`tsqueries_of`]. Bounded work: the rows
+    /// ranked are those of the rarest words ([`Plan::Ranked`], scored with the boosting words
+    /// too), or a bounded number of matches ([`Plan::Capped`]); an exact slug is looked up by
+    /// index.
+    fn search_statement<'q>(query: &'q SearchQuery, plan: &Plan) -> Option<Stmt<'q>> {
+        let (select, all, capped) = split(plan);
+        let cap = if capped {
+            format!(" LIMIT {CAPPED_CANDIDATES}")
+        } else {
+            String::new()
+        };
+        let sel = tsqueries_of(&select, false)?;
+        let every = tsqueries_of(&all, false)?;
         let exact = crate::search::exact_key(&query.text);
+        let ws = in_list(8, query.workspace_ids.len());
         let sql = format!(
-            "SELECT s.skill_id, s.workspace_id, s.slug, f.name, f.description,
+            "WITH q AS (SELECT {tsq} AS query, {ranking} AS ranking),
+             cand AS (
+               (SELECT f.skill_id FROM skill_search f, q
+                WHERE f.document @@ q.query AND f.workspace_id IN ({ws}){cap})
+               UNION
+               (SELECT skill_id FROM skills WHERE slug = $1 AND workspace_id IN ({ws}))
+               UNION
+               (SELECT skill_id FROM skill_search
+                WHERE document @@ phraseto_tsquery('simple'::regconfig, $2)
+                  AND lower(name) = $2 AND workspace_id IN ({ws}) LIMIT 8))
+             SELECT s.skill_id, s.workspace_id, s.slug, f.name, f.description,
                     (s.slug = $1 OR lower(f.name) = $2) AS exact,
-                    ts_rank_cd('{{0.0, 0.1, 0.5, 1.0}}'::float4[], f.document, q.query, 2)::float8 AS relevance
-             FROM skill_search f
-             JOIN skills s ON s.skill_id = f.skill_id
-             CROSS JOIN (SELECT CASE WHEN $4 = '' THEN to_tsquery('simple'::regconfig, $3)
-                          ELSE to_tsquery('simple'::regconfig, $3) || to_tsquery('english'::regconfig, $4)
-                     END AS query) q
-             WHERE f.document @@ q.query AND f.workspace_id IN ({})
+                    ts_rank_cd('{{0.0, 0.1, 0.5, 1.0}}'::float4[], f.document, q.ranking, 2)::float8 AS relevance
+             FROM cand c
+             JOIN skill_search f ON f.skill_id = c.skill_id
+             JOIN skills s ON s.skill_id = c.skill_id
+             CROSS JOIN q
              ORDER BY exact DESC, relevance DESC, s.slug ASC
              LIMIT $5",
-            in_list(6, query.workspace_ids.len())
+            tsq = TSQUERY.replace("$1", "$3").replace("$2", "$4"),
+            ranking = TSQUERY.replace("$1", "$6").replace("$2", "$7"),
         );
         Some(
             Stmt::new(sql)
                 .bind(exact.slug)
                 .bind(exact.name)
-                .bind(tsquery.plain)
-                .bind(tsquery.stemmed)
+                .bind(sel.plain)
+                .bind(sel.stemmed)
                 .bind(i64::from(query.limit))
+                .bind(every.plain)
+                .bind(every.stemmed)
                 .bind_all(&query.workspace_ids),
         )
     }
 }
+
+/// The words a plan selects rows by, the words it ranks them by, and whether it is capped.
+fn split(plan: &Plan) -> (Vec<Term>, Vec<Term>, bool) {
+    match plan {
+        Plan::Ranked { select, boost } => {
+            let mut all = select.clone();
+            all.extend(boost.iter().cloned());
+            (select.clone(), all, false)
+        }
+        Plan::Capped(terms) => (terms.clone(), terms.clone(), true),
+    }
+}
+
+/// The tsquery of a plain (`$1`) and a stemmed (`$2`) query text ([`TsQueries`]).
+const TSQUERY: &str = "(CASE WHEN $2 = '' THEN to_tsquery('simple'::regconfig, $1)
+     ELSE to_tsquery('simple'::regconfig, $1) || to_tsquery('english'::regconfig, $2) END)";
 
 /// Connection pool settings of a node.
 #[derive(Debug, Clone)]
@@ -251,25 +323,43 @@ pub(crate) struct TsQueries {
     pub stemmed: String,
 }
 
+#[cfg(test)]
 pub(crate) fn tsqueries(query: &str) -> Option<TsQueries> {
     tsqueries_with(query, false)
 }
 
 /// With `stem_last`, the last word is also matched stemmed (memory recall: words are typed
 /// whole, and "deploys" should find "deploy"), beside its prefix.
+#[cfg(test)]
 fn tsqueries_with(query: &str, stem_last: bool) -> Option<TsQueries> {
-    let terms: Vec<String> = crate::search::terms(query)
-        .into_iter()
-        .filter(|t| t.chars().all(char::is_alphanumeric))
+    tsqueries_of(&crate::search::query_terms(query), stem_last)
+}
+
+/// [`TsQueries`] of some terms: prefixes as `:*` in the plain text, and stemmed only with
+/// `stem_prefix`.
+fn tsqueries_of(terms: &[Term], stem_prefix: bool) -> Option<TsQueries> {
+    let terms: Vec<&Term> = terms
+        .iter()
+        .filter(|t| !t.word.is_empty() && t.word.chars().all(char::is_alphanumeric))
         .collect();
-    let (last, rest) = terms.split_last()?;
-    let quoted: Vec<String> = rest.iter().map(|t| format!("'{t}'")).collect();
-    let mut plain = quoted.clone();
-    plain.push(format!("'{last}':*"));
-    let mut stemmed = quoted;
-    if stem_last {
-        stemmed.push(format!("'{last}'"));
+    if terms.is_empty() {
+        return None;
     }
+    let plain: Vec<String> = terms
+        .iter()
+        .map(|t| {
+            if t.prefix {
+                format!("'{}':*", t.word)
+            } else {
+                format!("'{}'", t.word)
+            }
+        })
+        .collect();
+    let stemmed: Vec<String> = terms
+        .iter()
+        .filter(|t| !t.prefix || stem_prefix)
+        .map(|t| format!("'{}'", t.word))
+        .collect();
     Some(TsQueries {
         plain: plain.join(" | "),
         stemmed: stemmed.join(" | "),

@@ -88,6 +88,18 @@ impl<'a> Stmt<'a> {
         }
     }
 
+    pub fn sql(&self) -> &str {
+        &self.sql
+    }
+
+    /// The same arguments under a statement built around this one's SQL.
+    pub fn map_sql(self, f: impl FnOnce(&str) -> String) -> Self {
+        Self {
+            sql: Cow::Owned(f(&self.sql)),
+            args: self.args,
+        }
+    }
+
     pub fn bind(mut self, value: impl IntoArg<'a>) -> Self {
         self.args.push(value.into_arg());
         self

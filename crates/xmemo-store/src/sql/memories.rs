@@ -327,9 +327,16 @@ pub async fn recall_memories<D: Dialect>(
     if q.workspace_ids.is_empty() || q.limit == 0 {
         return Ok(vec![]);
     }
+    let mut s = store.read().await?;
     let matched = match q.text.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
-        Some(text) => match D::memory_match(text) {
-            Some(m) => Some(m),
+        Some(text) => match store
+            .plan(&mut s, super::cache::Index::Memories, text)
+            .await?
+        {
+            Some(plan) => match D::memory_match(&plan, &q.workspace_ids) {
+                Some(m) => Some(m),
+                None => return Ok(vec![]),
+            },
             // Text without a searchable word matches nothing.
             None => return Ok(vec![]),
         },
@@ -400,7 +407,6 @@ pub async fn recall_memories<D: Dialect>(
     let stmt = args
         .into_iter()
         .fold(Stmt::new(sql), |stmt, arg| stmt.bind_arg(arg));
-    let mut s = store.read().await?;
     s.all(stmt)
         .await?
         .iter()

@@ -5,6 +5,7 @@
 
 mod accounts;
 mod audit;
+pub mod cache;
 pub(crate) mod driver;
 mod group;
 mod invitations;
@@ -61,7 +62,14 @@ pub trait Dialect: Send + Sync + Sized + 'static {
     /// workspaces, exact slug/name matches first, then relevance. Its rows carry
     /// `skill_id, workspace_id, slug, name, description`, `exact` (boolean) and
     /// `relevance` (higher is better). `None` when the text holds no searchable word.
-    fn search_statement(query: &SearchQuery) -> Option<Stmt<'_>>;
+    /// `plan` says which words to rank by, or that only a bounded number of matches may be
+    /// looked at ([`crate::search::Plan`]).
+    fn search_statement<'q>(query: &'q SearchQuery, plan: &crate::search::Plan)
+    -> Option<Stmt<'q>>;
+
+    /// A statement answering one row with an integer column `n`: how many rows of `index`
+    /// match `term`, counted up to `cap` (so counting a common word stays cheap).
+    fn term_count(index: cache::Index, term: &crate::search::Term, cap: u64) -> Stmt<'static>;
 
     /// Statements that keep a memory's full-text row in step with it (`$1` = memory id), run
     /// after each write of its title, content or tags; none where the index is derived by
@@ -71,7 +79,12 @@ pub trait Dialect: Send + Sync + Sized + 'static {
     /// The full-text match of a memory recall: the SQL of a CTE `hits (hit_key, relevance)`
     /// (relevance: higher is better) using placeholders `$1…$n`, and their `n` values; `None`
     /// when the text holds no searchable word.
-    fn memory_match(text: &str) -> Option<(String, Vec<String>)>;
+    /// A [`crate::search::Plan::Capped`] match may use `workspace_ids` to draw its bounded
+    /// candidates from the caller's workspaces only.
+    fn memory_match(
+        plan: &crate::search::Plan,
+        workspace_ids: &[String],
+    ) -> Option<(String, Vec<String>)>;
     /// How a `hits` row joins the memory `m` it names.
     const MEMORY_HIT_JOIN: &'static str;
 
@@ -95,6 +108,9 @@ enum Held<DB: sqlx::Database> {
 pub struct Session<D: Dialect> {
     held: Held<Db<D>>,
     statements: Arc<AtomicU64>,
+    cache: Arc<cache::AuthCache>,
+    /// A write transaction changed a table the auth cache holds (see [`cache`]).
+    touched_auth: bool,
 }
 
 impl<D: Dialect> Session<D> {
@@ -106,15 +122,26 @@ impl<D: Dialect> Session<D> {
         }
     }
 
+    /// Notes a write to a cached table (only transactions write).
+    fn watch(&mut self, stmt: &Stmt<'_>) {
+        if !self.touched_auth && matches!(self.held, Held::Tx(_)) && cache::touches_auth(stmt.sql())
+        {
+            self.touched_auth = true;
+        }
+    }
+
     pub async fn execute(&mut self, stmt: Stmt<'_>) -> StoreResult<u64> {
+        self.watch(&stmt);
         Db::<D>::execute(self.conn(), stmt).await
     }
 
     pub async fn all(&mut self, stmt: Stmt<'_>) -> StoreResult<Vec<Row<D>>> {
+        self.watch(&stmt);
         Db::<D>::fetch_all(self.conn(), stmt).await
     }
 
     pub async fn optional(&mut self, stmt: Stmt<'_>) -> StoreResult<Option<Row<D>>> {
+        self.watch(&stmt);
         Db::<D>::fetch_optional(self.conn(), stmt).await
     }
 
@@ -126,6 +153,7 @@ impl<D: Dialect> Session<D> {
     }
 
     pub async fn script(&mut self, script: &'static str) -> StoreResult<()> {
+        self.touched_auth = true;
         Db::<D>::run_script(self.conn(), script).await
     }
 
@@ -140,6 +168,9 @@ impl<D: Dialect> Session<D> {
     pub async fn commit(self) -> StoreResult<()> {
         if let Held::Tx(tx) = self.held {
             tx.commit().await?;
+            if self.touched_auth {
+                self.cache.invalidate();
+            }
         }
         Ok(())
     }
@@ -152,6 +183,8 @@ pub struct SqlStore<D: Dialect> {
     writer: Pool<Db<D>>,
     statements: Arc<AtomicU64>,
     saves: Arc<group::SaveGroup>,
+    cache: Arc<cache::AuthCache>,
+    terms: Arc<cache::TermCounts>,
     dialect: PhantomData<D>,
 }
 
@@ -170,6 +203,8 @@ impl<D: Dialect> Clone for SqlStore<D> {
             writer: self.writer.clone(),
             statements: self.statements.clone(),
             saves: self.saves.clone(),
+            cache: self.cache.clone(),
+            terms: self.terms.clone(),
             dialect: PhantomData,
         }
     }
@@ -182,6 +217,8 @@ impl<D: Dialect> SqlStore<D> {
             writer,
             statements: Arc::new(AtomicU64::new(0)),
             saves: Arc::new(group::SaveGroup::default()),
+            cache: Arc::new(cache::AuthCache::new(cache::AUTH_CACHE_TTL)),
+            terms: Arc::new(cache::TermCounts::new()),
             dialect: PhantomData,
         }
     }
@@ -198,10 +235,45 @@ impl<D: Dialect> SqlStore<D> {
         self.saves.batches()
     }
 
+    pub(crate) fn auth_cache(&self) -> &cache::AuthCache {
+        &self.cache
+    }
+
+    /// How a full-text query over `index` is answered ([`crate::search::plan`]): each word's
+    /// row count, from the term cache or counted (bounded) on `s`. `None` without a word.
+    pub(crate) async fn plan(
+        &self,
+        s: &mut Session<D>,
+        index: cache::Index,
+        text: &str,
+    ) -> StoreResult<Option<crate::search::Plan>> {
+        let terms = crate::search::query_terms(text);
+        if terms.is_empty() {
+            return Ok(None);
+        }
+        let cap = crate::search::BOOST_MAX_ROWS;
+        let mut counted = Vec::with_capacity(terms.len());
+        for term in terms {
+            let n = match self.terms.get(index, &term) {
+                Some(n) => n,
+                None => {
+                    let row = s.one(D::term_count(index, &term, cap), "count").await?;
+                    let n = u64::try_from(row.int("n")?).unwrap_or(0);
+                    self.terms.put(index, &term, n);
+                    n
+                }
+            };
+            counted.push((term, n));
+        }
+        Ok(Some(crate::search::plan(counted)))
+    }
+
     pub(crate) async fn read(&self) -> StoreResult<Session<D>> {
         Ok(Session {
             held: Held::Pooled(self.reader.acquire().await?),
             statements: self.statements.clone(),
+            cache: self.cache.clone(),
+            touched_auth: false,
         })
     }
 
@@ -209,6 +281,8 @@ impl<D: Dialect> SqlStore<D> {
         Ok(Session {
             held: Held::Tx(self.writer.begin().await?),
             statements: self.statements.clone(),
+            cache: self.cache.clone(),
+            touched_auth: false,
         })
     }
 

@@ -61,11 +61,32 @@ async fn components_of<D: Dialect>(
     Ok(out)
 }
 
+/// The first revision `stmt` (a [`REVISION_SELECT`]) finds, with its components, in one
+/// statement: the revision's row repeated once per component (a LEFT JOIN, so a revision
+/// without components is one row with NULL component columns).
 async fn one_revision<D: Dialect>(
     s: &mut Session<D>,
     stmt: Stmt<'_>,
 ) -> StoreResult<Option<Revision>> {
-    Ok(revisions_where(s, stmt).await?.into_iter().next())
+    let stmt = stmt.map_sql(|inner| {
+        format!(
+            "SELECT r.*, c.logical_path, c.component_type, c.content_hash, c.size, c.media_type
+             FROM ({inner} LIMIT 1) r
+             LEFT JOIN revision_components c ON c.revision_id = r.revision_id
+             ORDER BY c.logical_path"
+        )
+    });
+    let found = s.all(stmt).await?;
+    let Some(first) = found.first() else {
+        return Ok(None);
+    };
+    let mut components = Vec::with_capacity(found.len());
+    for row in &found {
+        if row.opt_text("logical_path")?.is_some() {
+            components.push(rows::component(row)?);
+        }
+    }
+    rows::revision(first, components).map(Some)
 }
 
 async fn revision_in<D: Dialect>(s: &mut Session<D>, revision_id: &str) -> StoreResult<Revision> {
@@ -225,8 +246,7 @@ pub async fn latest_revision<D: Dialect>(
     store: &SqlStore<D>,
     skill_id: &str,
 ) -> StoreResult<Option<Revision>> {
-    let sql =
-        format!("{REVISION_SELECT} WHERE skill_id = $1 ORDER BY revision_number DESC LIMIT 1");
+    let sql = format!("{REVISION_SELECT} WHERE skill_id = $1 ORDER BY revision_number DESC");
     one_revision(&mut store.read().await?, Stmt::new(sql).bind(skill_id)).await
 }
 
@@ -672,10 +692,16 @@ pub async fn search<D: Dialect>(
     if query.workspace_ids.is_empty() {
         return Ok(vec![]);
     }
-    let Some(stmt) = D::search_statement(query) else {
+    let mut s = store.read().await?;
+    let Some(plan) = store
+        .plan(&mut s, super::cache::Index::Skills, &query.text)
+        .await?
+    else {
         return Ok(vec![]);
     };
-    let mut s = store.read().await?;
+    let Some(stmt) = D::search_statement(query, &plan) else {
+        return Ok(vec![]);
+    };
     s.all(stmt)
         .await?
         .iter()

@@ -36,6 +36,18 @@ impl<D: Dialect> Store for SqlStore<D> {
     async fn get_account(&self, account_id: &str) -> StoreResult<Option<Account>> {
         accounts::get_account(self, account_id).await
     }
+    async fn account_of_credential(&self, account_id: &str) -> StoreResult<Option<Account>> {
+        let cache = self.auth_cache();
+        if let Some(hit) = cache.account(account_id) {
+            return Ok(Some(hit));
+        }
+        let generation = cache.generation();
+        let found = accounts::get_account(self, account_id).await?;
+        if let Some(a) = &found {
+            cache.put_account(account_id, a.clone(), generation);
+        }
+        Ok(found)
+    }
     async fn find_account_by_handle(&self, handle: &str) -> StoreResult<Option<Account>> {
         accounts::find_account_by_handle(self, handle).await
     }
@@ -68,7 +80,14 @@ impl<D: Dialect> Store for SqlStore<D> {
         accounts::find_team_by_handle(self, handle).await
     }
     async fn memberships(&self, account_id: &str) -> StoreResult<Vec<Membership>> {
-        accounts::memberships(self, account_id, None).await
+        let cache = self.auth_cache();
+        if let Some(hit) = cache.memberships(account_id) {
+            return Ok(hit);
+        }
+        let generation = cache.generation();
+        let list = accounts::memberships(self, account_id, None).await?;
+        cache.put_memberships(account_id, list.clone(), generation);
+        Ok(list)
     }
     async fn memberships_page(
         &self,
@@ -147,7 +166,16 @@ impl<D: Dialect> Store for SqlStore<D> {
         accounts::create_api_key(self, new, audit).await
     }
     async fn find_api_key_by_hash(&self, key_hash: &str) -> StoreResult<Option<ApiKey>> {
-        accounts::find_api_key_by_hash(self, key_hash).await
+        let cache = self.auth_cache();
+        if let Some(hit) = cache.key(key_hash) {
+            return Ok(Some(hit));
+        }
+        let generation = cache.generation();
+        let found = accounts::find_api_key_by_hash(self, key_hash).await?;
+        if let Some(k) = &found {
+            cache.put_key(key_hash, k.clone(), generation);
+        }
+        Ok(found)
     }
     async fn list_api_keys(&self, account_id: &str) -> StoreResult<Vec<ApiKey>> {
         accounts::list_api_keys(self, account_id, None).await

@@ -4,6 +4,8 @@
 
 use crate::migrate::Migration;
 use crate::model::SearchQuery;
+use crate::search::{CAPPED_CANDIDATES, Plan, Term};
+use crate::sql::cache::Index;
 use crate::sql::{Dialect, SqlStore, Stmt, in_list};
 use crate::{StoreError, StoreResult};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
@@ -43,31 +45,104 @@ impl Dialect for Sqlite {
         "DELETE FROM memories_fts WHERE rowid IN (SELECT search_key FROM memories WHERE workspace_id = $1)",
     ];
 
-    fn memory_match(text: &str) -> Option<(String, Vec<String>)> {
-        let expression = crate::search::fts_expression(text)?;
-        Some((
-            "hits AS MATERIALIZED (SELECT rowid AS hit_key, -bm25(memories_fts, 5.0, 1.0, 5.0) AS relevance
-             FROM memories_fts WHERE memories_fts MATCH $1)"
-                .to_string(),
-            vec![expression],
+    fn term_count(index: Index, term: &Term, cap: u64) -> Stmt<'static> {
+        let table = match index {
+            Index::Skills => "skills_fts",
+            Index::Memories => "memories_fts",
+        };
+        Stmt::new(format!(
+            "SELECT COUNT(*) AS n FROM (SELECT 1 FROM {table} WHERE {table} MATCH $1 LIMIT $2)"
         ))
+        .bind(crate::search::fts_terms(std::slice::from_ref(term)).unwrap_or_default())
+        .bind(i64::try_from(cap).unwrap_or(i64::MAX))
     }
 
-    /// Bounded work: BM25 picks the best few rows inside FTS5 (slug and name weigh more than
-    /// the description; bm25() is negative, smaller is better), an exact slug is looked up by
-    /// index, and only those rows are joined and ordered: exact slug or name first, then rank.
-    fn search_statement(query: &SearchQuery) -> Option<Stmt<'_>> {
-        let expression = crate::search::fts_expression(&query.text)?;
+    /// Ranked: BM25 over the kept words (title and tags weigh more than the content).
+    /// Capped: the most recent matching memories of the caller's workspaces, those naming a
+    /// word in their title or tags first, without BM25 (which would count every row holding
+    /// the words).
+    fn memory_match(plan: &Plan, workspace_ids: &[String]) -> Option<(String, Vec<String>)> {
+        match plan {
+            Plan::Ranked { select, boost } => Some((
+                "hits AS MATERIALIZED (SELECT rowid AS hit_key, -bm25(memories_fts, 5.0, 1.0, 5.0) AS relevance
+                 FROM memories_fts WHERE memories_fts MATCH $1)"
+                    .to_string(),
+                vec![crate::search::fts_ranked(select, boost)?],
+            )),
+            Plan::Capped(terms) => {
+                let any = crate::search::fts_terms(terms)?;
+                let ws = in_list(3, workspace_ids.len());
+                // CROSS JOIN: SQLite keeps the full-text table as the outer loop, so the
+                // LIMIT stops the scan of the match early.
+                let tier = |n: &str, relevance: &str| {
+                    format!(
+                        "SELECT * FROM (SELECT f.rowid AS hit_key, {relevance} AS relevance
+                         FROM memories_fts f CROSS JOIN memories x ON x.search_key = f.rowid
+                         WHERE memories_fts MATCH ${n} AND x.workspace_id IN ({ws})
+                         ORDER BY f.rowid DESC LIMIT {CAPPED_CANDIDATES})"
+                    )
+                };
+                let mut values = vec![format!("{{title tags}} : ({any})"), any];
+                values.extend(workspace_ids.iter().cloned());
+                Some((
+                    format!(
+                        "hits AS MATERIALIZED (SELECT hit_key, MAX(relevance) AS relevance FROM ({} UNION ALL {}) GROUP BY hit_key)",
+                        tier("1", "1.0"),
+                        tier("2", "0.1")
+                    ),
+                    values,
+                ))
+            }
+        }
+    }
+
+    /// Bounded work. Ranked: BM25 picks the best few rows inside FTS5 (slug and name weigh
+    /// more than the description; bm25() is negative, smaller is better). Capped (only very
+    /// common words): the first matching rows naming a word in their slug or name, then the
+    /// first others, unscored. Either way an exact slug is looked up by index, and only those
+    /// rows are joined and ordered: exact slug or name first, then rank.
+    fn search_statement<'q>(query: &'q SearchQuery, plan: &Plan) -> Option<Stmt<'q>> {
         let exact = crate::search::exact_key(&query.text);
-        let ws = in_list(6, query.workspace_ids.len());
+        let candidates = i64::from(query.limit) * 4 + 8;
+        let (ranked, expressions) = match plan {
+            Plan::Ranked { select, boost } => (
+                "SELECT rowid AS key, bm25(skills_fts, 0.0, 0.0, 10.0, 5.0, 1.0) AS rank
+                 FROM skills_fts WHERE skills_fts MATCH $1 AND workspace_id IN (@ws)
+                 ORDER BY rank LIMIT $2"
+                    .to_string(),
+                vec![crate::search::fts_ranked(select, boost)?],
+            ),
+            Plan::Capped(terms) => {
+                let any = crate::search::fts_terms(terms)?;
+                (
+                    "SELECT key, MIN(rank) AS rank FROM (
+                       SELECT * FROM (SELECT rowid AS key, -1.0 AS rank FROM skills_fts
+                         WHERE skills_fts MATCH $1 AND workspace_id IN (@ws) LIMIT $2)
+                       UNION ALL
+                       SELECT * FROM (SELECT rowid AS key, -0.1 AS rank FROM skills_fts
+                         WHERE skills_fts MATCH $6 AND workspace_id IN (@ws) LIMIT $2))
+                     GROUP BY key ORDER BY rank, key LIMIT $2"
+                        .to_string(),
+                    vec![format!("{{slug name}} : ({any})"), any],
+                )
+            }
+        };
+        // An exact name is found by a phrase match on the name column (bounded by its
+        // rarest word), whatever the plan ranks by.
+        let mut expressions = expressions;
+        let words = crate::search::terms(&query.text);
+        expressions.push(format!("{{name}} : \"{}\"", words.join(" ")));
+        let phrase = 5 + expressions.len() - 1;
+        let first_ws = 5 + expressions.len();
+        let ws = in_list(first_ws, query.workspace_ids.len());
+        let ranked = ranked.replace("@ws", &ws);
         let sql = format!(
-            "WITH ranked AS MATERIALIZED (
-               SELECT rowid AS key, bm25(skills_fts, 0.0, 0.0, 10.0, 5.0, 1.0) AS rank
-               FROM skills_fts WHERE skills_fts MATCH $1 AND workspace_id IN ({ws})
-               ORDER BY rank LIMIT $2),
+            "WITH ranked AS MATERIALIZED ({ranked}),
              keys AS (
                SELECT key FROM ranked
-               UNION SELECT search_key FROM skills WHERE slug = $3 AND workspace_id IN ({ws}))
+               UNION SELECT search_key FROM skills WHERE slug = $3 AND workspace_id IN ({ws})
+               UNION SELECT * FROM (SELECT rowid FROM skills_fts WHERE skills_fts MATCH ${phrase}
+                 AND lower(name) = $4 AND workspace_id IN ({ws}) LIMIT 8))
              SELECT f.skill_id, f.workspace_id, s.slug, f.name, f.description,
                     (s.slug = $3 OR lower(f.name) = $4) AS exact,
                     -COALESCE(r.rank, 0.0) AS relevance
@@ -77,15 +152,17 @@ impl Dialect for Sqlite {
              LEFT JOIN ranked r ON r.key = k.key
              ORDER BY exact DESC, relevance DESC, s.slug ASC LIMIT $5"
         );
-        Some(
-            Stmt::new(sql)
-                .bind(expression)
-                .bind(i64::from(query.limit) * 4 + 8)
-                .bind(exact.slug)
-                .bind(exact.name)
-                .bind(i64::from(query.limit))
-                .bind_all(&query.workspace_ids),
-        )
+        let mut expressions = expressions.into_iter();
+        let mut stmt = Stmt::new(sql)
+            .bind(expressions.next().unwrap_or_default())
+            .bind(candidates)
+            .bind(exact.slug)
+            .bind(exact.name)
+            .bind(i64::from(query.limit));
+        for e in expressions {
+            stmt = stmt.bind(e);
+        }
+        Some(stmt.bind_all(&query.workspace_ids))
     }
 }
 
@@ -109,8 +186,11 @@ impl SqlStore<Sqlite> {
             .foreign_keys(true)
             .busy_timeout(Duration::from_secs(10));
         let unavailable = |e: sqlx::Error| StoreError::Unavailable(e.to_string());
+        // A connection to a local file does not go stale, so it is not pinged before each
+        // use (a ping is one more round trip to the connection's worker thread per store call).
         let writer = SqlitePoolOptions::new()
             .max_connections(1)
+            .test_before_acquire(false)
             .acquire_timeout(Duration::from_secs(30))
             .connect_with(options.clone())
             .await
@@ -129,6 +209,7 @@ impl SqlStore<Sqlite> {
             .max(4);
         let reader = SqlitePoolOptions::new()
             .max_connections(readers)
+            .test_before_acquire(false)
             .acquire_timeout(Duration::from_secs(30))
             .connect_with(options.read_only(true))
             .await

@@ -1,0 +1,210 @@
+//! A short-lived cache of what every authenticated request reads first: the API key by its
+//! hash, its account, and the account's memberships. Without it those are three SQL
+//! statements (three round trips to a database worker) per request, half of a Level 1 read.
+//!
+//! Invalidation:
+//! - **On this store (this node), synchronously.** Every write transaction whose statements
+//!   change `api_keys`, `accounts`, `memberships` or `workspaces` (and every script: a
+//!   migration, an import) bumps a generation counter when it commits; an entry filled under
+//!   an older generation is never served again. The generation is read *before* the database
+//!   read that fills an entry, so a fill racing a commit is stamped with the older generation
+//!   and discarded. A revocation, a role change, a removal or a deletion is therefore seen by
+//!   the very next request on this node.
+//! - **Across nodes (several servers on one PostgreSQL) and writes from outside the server
+//!   (`xmemo admin` on the same SQLite file, raw SQL): by time.** An entry lives at most
+//!   [`AUTH_CACHE_TTL`], so another node serves a revoked key, a removed membership or a lowered
+//!   role for at most that long.
+//!
+//! Only found rows are cached (an unknown key hash is always looked up, so a new key works at
+//! once), and each map holds at most [`AUTH_CACHE_MAX_ENTRIES`] (a full map is emptied).
+
+use crate::model::{Account, ApiKey, Membership};
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// How long a cached key, account or membership list may be served: the bound on how late a
+/// change made elsewhere (another node, another process) is seen.
+pub const AUTH_CACHE_TTL: Duration = Duration::from_secs(2);
+
+/// Entries per map; a full map is emptied rather than tracked entry by entry.
+pub const AUTH_CACHE_MAX_ENTRIES: usize = 10_000;
+
+/// Tables whose change invalidates the cache.
+const AUTH_TABLES: [&str; 4] = ["api_keys", "accounts", "memberships", "workspaces"];
+
+/// True when a statement run in a write transaction may change what the cache holds: a write
+/// (not a plain read) naming one of the cached tables.
+pub(crate) fn touches_auth(sql: &str) -> bool {
+    let head = sql.trim_start();
+    let write = ["INSERT", "UPDATE", "DELETE", "WITH"]
+        .iter()
+        .any(|w| head.len() >= w.len() && head[..w.len()].eq_ignore_ascii_case(w));
+    write && AUTH_TABLES.iter().any(|t| sql.contains(t))
+}
+
+struct Entry<T> {
+    value: T,
+    generation: u64,
+    at: Instant,
+}
+
+struct Map<T> {
+    entries: Mutex<HashMap<String, Entry<T>>>,
+}
+
+impl<T: Clone> Map<T> {
+    fn new() -> Self {
+        Self {
+            entries: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn get(&self, key: &str, generation: u64, ttl: Duration) -> Option<T> {
+        let entries = self.entries.lock().ok()?;
+        let e = entries.get(key)?;
+        (e.generation == generation && e.at.elapsed() < ttl).then(|| e.value.clone())
+    }
+
+    fn put(&self, key: &str, value: T, generation: u64) {
+        if let Ok(mut entries) = self.entries.lock() {
+            if entries.len() >= AUTH_CACHE_MAX_ENTRIES && !entries.contains_key(key) {
+                entries.clear();
+            }
+            entries.insert(
+                key.to_string(),
+                Entry {
+                    value,
+                    generation,
+                    at: Instant::now(),
+                },
+            );
+        }
+    }
+}
+
+/// The cache one [`super::SqlStore`] and its clones share.
+pub(crate) struct AuthCache {
+    generation: AtomicU64,
+    ttl: Duration,
+    keys: Map<ApiKey>,
+    accounts: Map<Account>,
+    memberships: Map<Vec<Membership>>,
+}
+
+impl AuthCache {
+    pub(crate) fn new(ttl: Duration) -> Self {
+        Self {
+            generation: AtomicU64::new(0),
+            ttl,
+            keys: Map::new(),
+            accounts: Map::new(),
+            memberships: Map::new(),
+        }
+    }
+
+    /// The current generation: read it before the database read whose result is `put`.
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// After a committed write that touched a cached table: nothing cached before is served.
+    pub(crate) fn invalidate(&self) {
+        self.generation.fetch_add(1, Ordering::AcqRel);
+    }
+
+    pub(crate) fn key(&self, hash: &str) -> Option<ApiKey> {
+        self.keys.get(hash, self.generation(), self.ttl)
+    }
+    pub(crate) fn put_key(&self, hash: &str, key: ApiKey, generation: u64) {
+        self.keys.put(hash, key, generation);
+    }
+    pub(crate) fn account(&self, id: &str) -> Option<Account> {
+        self.accounts.get(id, self.generation(), self.ttl)
+    }
+    pub(crate) fn put_account(&self, id: &str, account: Account, generation: u64) {
+        self.accounts.put(id, account, generation);
+    }
+    pub(crate) fn memberships(&self, account_id: &str) -> Option<Vec<Membership>> {
+        self.memberships
+            .get(account_id, self.generation(), self.ttl)
+    }
+    pub(crate) fn put_memberships(&self, account_id: &str, list: Vec<Membership>, generation: u64) {
+        self.memberships.put(account_id, list, generation);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_to_cached_tables_are_recognised() {
+        assert!(touches_auth("UPDATE api_keys SET revoked_at = $1"));
+        assert!(touches_auth("  delete from memberships WHERE x"));
+        assert!(touches_auth("INSERT INTO workspaces (a) VALUES ($1)"));
+        assert!(!touches_auth("SELECT * FROM api_keys WHERE key_hash = $1"));
+        assert!(!touches_auth("INSERT INTO revisions (a) VALUES ($1)"));
+    }
+
+    #[test]
+    fn a_newer_generation_or_an_old_entry_is_a_miss() {
+        let cache = AuthCache::new(Duration::from_secs(60));
+        let g = cache.generation();
+        cache.put_memberships("a", vec![], g);
+        assert!(cache.memberships("a").is_some());
+        cache.invalidate();
+        assert!(cache.memberships("a").is_none());
+        // A fill that read the database before the commit carries the old generation.
+        cache.put_memberships("a", vec![], g);
+        assert!(cache.memberships("a").is_none());
+        let expired = AuthCache::new(Duration::ZERO);
+        expired.put_memberships("a", vec![], expired.generation());
+        assert!(expired.memberships("a").is_none());
+    }
+}
+
+/// The full-text index a term is counted in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Index {
+    Skills,
+    Memories,
+}
+
+/// How long a term's row count is reused. Counts only steer which words a query ranks by
+/// ([`crate::search::plan`]), never which rows exist, so a stale count changes the work and
+/// the ranking a little, not what can be found.
+pub const TERM_COUNT_TTL: Duration = Duration::from_secs(30);
+
+/// Terms whose counts are kept; a full map is emptied.
+pub const TERM_COUNT_MAX_ENTRIES: usize = 50_000;
+
+/// Row counts of query terms (capped at [`crate::search::SCORED_ROWS_BUDGET`] + 1), so a
+/// search does not count the same words again on every request.
+pub(crate) struct TermCounts {
+    entries: Mutex<HashMap<(Index, crate::search::Term), (u64, Instant)>>,
+}
+
+impl TermCounts {
+    pub(crate) fn new() -> Self {
+        Self {
+            entries: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub(crate) fn get(&self, index: Index, term: &crate::search::Term) -> Option<u64> {
+        let entries = self.entries.lock().ok()?;
+        let (n, at) = entries.get(&(index, term.clone()))?;
+        (at.elapsed() < TERM_COUNT_TTL).then_some(*n)
+    }
+
+    pub(crate) fn put(&self, index: Index, term: &crate::search::Term, n: u64) {
+        if let Ok(mut entries) = self.entries.lock() {
+            if entries.len() >= TERM_COUNT_MAX_ENTRIES {
+                entries.clear();
+            }
+            entries.insert((index, term.clone()), (n, Instant::now()));
+        }
+    }
+}
