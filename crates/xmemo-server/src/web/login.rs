@@ -176,11 +176,7 @@ pub async fn submit(
     if !guard::tokens_match(&expected, &form.csrf) {
         return refused("the sign-in form does not belong to this browser session");
     }
-    let next = match local_target(Some(&form.next)) {
-        // Signed in without a page to return to: the console.
-        n if n == "/login" => "/console".to_string(),
-        n => n,
-    };
+    let next = local_target(Some(&form.next));
     let client =
         crate::rest::client_addr::of_request(&headers, &extensions, &state.info.trusted_proxies);
     let previous = cookies::read(&headers, &cookies::session_name(&site));

@@ -75,6 +75,9 @@ pub struct ClientCard {
     pub badge: &'static str,
     pub badge_class: &'static str,
     pub steps: String,
+    /// A command to run instead of editing a file (empty: none).
+    pub command: String,
+    pub config_label: String,
     pub config: String,
 }
 
@@ -86,41 +89,52 @@ struct ConnectPage {
     cards: Vec<ClientCard>,
 }
 
+fn pretty(v: serde_json::Value) -> String {
+    serde_json::to_string_pretty(&v).unwrap_or_default()
+}
+
 fn cards(base: &str) -> Vec<ClientCard> {
     let mcp = format!("{base}/mcp");
-    let card = |id, title, hosted, headless, steps: String, config: String| {
-        let r = readiness(base, hosted, headless);
-        ClientCard {
-            id,
-            title,
-            badge: r.label(),
-            badge_class: r.class(),
-            steps,
-            config,
-        }
+    let oauth_local = readiness(base, false, false) == Readiness::OAuthReady;
+    let card =
+        |id, title, hosted, headless, steps: &str, command: String, label: &str, config: String| {
+            let r = readiness(base, hosted, headless);
+            ClientCard {
+                id,
+                title,
+                badge: r.label(),
+                badge_class: r.class(),
+                steps: steps.to_string(),
+                command,
+                config_label: label.to_string(),
+                config,
+            }
+        };
+    // Without OAuth a local client starts the stdio bridge with XMEMO_KEY from its environment.
+    let bridge = |servers_key: &str, env_ref: &str| {
+        pretty(serde_json::json!({servers_key: {"xmemo": {
+            "command": "xmemo", "args": ["mcp"],
+            "env": {"XMEMO_URL": base, "XMEMO_KEY": env_ref}
+        }}}))
     };
-    let key_bridge = serde_json::to_string_pretty(&serde_json::json!({
-        "command": "xmemo", "args": ["mcp"],
-        "env": {"XMEMO_URL": base, "XMEMO_KEY": "${XMEMO_KEY}"}
-    }))
-    .unwrap_or_default();
-    let local = |oauth_entry: serde_json::Value, key: &str| {
-        if readiness(base, false, false) == Readiness::OAuthReady {
-            serde_json::to_string_pretty(&oauth_entry).unwrap_or_default()
-        } else {
-            key.to_string()
-        }
-    };
+    let pick = |oauth: String, key: String| if oauth_local { oauth } else { key };
     vec![
         card(
             "claude-code",
             "Claude Code",
             false,
             false,
-            format!("Run: claude mcp add --transport http --scope project xmemo {mcp}/claude-code — or `xmemo connect claude-code --write`. Claude Code opens the consent screen on first use."),
-            local(
-                serde_json::json!({"mcpServers": {"xmemo": {"type": "http", "url": format!("{mcp}/claude-code")}}}),
-                &key_bridge,
+            "Claude Code opens the consent screen on first use; `xmemo connect claude-code --write` writes the same entry.",
+            pick(
+                format!("claude mcp add --transport http --scope project xmemo {mcp}/claude-code"),
+                String::new(),
+            ),
+            "or in .mcp.json of the project:",
+            pick(
+                pretty(
+                    serde_json::json!({"mcpServers": {"xmemo": {"type": "http", "url": format!("{mcp}/claude-code")}}}),
+                ),
+                bridge("mcpServers", "${XMEMO_KEY}"),
             ),
         ),
         card(
@@ -128,15 +142,19 @@ fn cards(base: &str) -> Vec<ClientCard> {
             "claude.ai",
             true,
             false,
-            format!("Settings → Connectors → Add custom connector, URL {mcp}, then approve memory:read and memory:write on the consent screen."),
-            mcp.to_string(),
+            "Settings → Connectors → Add custom connector with this URL, then approve memory:read and memory:write on the consent screen.",
+            String::new(),
+            "Connector URL:",
+            mcp.clone(),
         ),
         card(
             "chatgpt",
             "ChatGPT",
             true,
             false,
-            format!("Settings → Apps & Connectors → Create (developer mode), MCP server URL {mcp}/chatgpt-public, authentication OAuth."),
+            "Settings → Apps & Connectors → Create (developer mode), authentication OAuth, with this MCP server URL.",
+            String::new(),
+            "MCP server URL:",
             format!("{mcp}/chatgpt-public"),
         ),
         card(
@@ -144,10 +162,12 @@ fn cards(base: &str) -> Vec<ClientCard> {
             "VS Code",
             false,
             false,
-            "Add to your user mcp.json (Command Palette → MCP: Open User Configuration), or run `xmemo connect vscode --write`.".into(),
-            local(
-                serde_json::json!({"servers": {"xmemo": {"type": "http", "url": mcp}}}),
-                &key_bridge,
+            "Command Palette → “MCP: Open User Configuration”, or `xmemo connect vscode --write`.",
+            String::new(),
+            "mcp.json:",
+            pick(
+                pretty(serde_json::json!({"servers": {"xmemo": {"type": "http", "url": mcp}}})),
+                bridge("servers", "${env:XMEMO_KEY}"),
             ),
         ),
         card(
@@ -155,10 +175,14 @@ fn cards(base: &str) -> Vec<ClientCard> {
             "Cursor",
             false,
             false,
-            "Add to ~/.cursor/mcp.json, or run `xmemo connect cursor --write`.".into(),
-            local(
-                serde_json::json!({"mcpServers": {"xmemo": {"url": format!("{mcp}/cursor-plugin")}}}),
-                &key_bridge,
+            "Add it to ~/.cursor/mcp.json, or run `xmemo connect cursor --write`.",
+            String::new(),
+            "~/.cursor/mcp.json:",
+            pick(
+                pretty(
+                    serde_json::json!({"mcpServers": {"xmemo": {"url": format!("{mcp}/cursor-plugin")}}}),
+                ),
+                bridge("mcpServers", "${env:XMEMO_KEY}"),
             ),
         ),
         card(
@@ -166,9 +190,14 @@ fn cards(base: &str) -> Vec<ClientCard> {
             "Codex",
             false,
             false,
-            "Add to ~/.codex/config.toml, or run `xmemo connect codex --write`; keep XMEMO_KEY in your environment.".into(),
-            format!(
-                "[mcp_servers.xmemo]\ncommand = \"xmemo\"\nargs = [\"mcp\"]\nenv = {{ XMEMO_URL = \"{base}\" }}\nenv_vars = [\"XMEMO_KEY\", \"XMEMO_AGENT_INSTANCE_ID\"]"
+            "Add it to ~/.codex/config.toml, or run `xmemo connect codex --write`.",
+            pick("codex mcp login xmemo".to_string(), String::new()),
+            "~/.codex/config.toml:",
+            pick(
+                format!("[mcp_servers.xmemo]\nurl = \"{mcp}\""),
+                format!(
+                    "[mcp_servers.xmemo]\ncommand = \"xmemo\"\nargs = [\"mcp\"]\nenv = {{ XMEMO_URL = \"{base}\" }}\nenv_vars = [\"XMEMO_KEY\", \"XMEMO_AGENT_INSTANCE_ID\"]"
+                ),
             ),
         ),
         card(
@@ -176,9 +205,11 @@ fn cards(base: &str) -> Vec<ClientCard> {
             "Headless runner",
             false,
             true,
-            format!("Fetch {base}/api/v1/mcp/config/autonomous-agent; keep XMEMO_KEY in a secret store and a stable XMEMO_AGENT_INSTANCE_ID outside git."),
+            "Keep XMEMO_KEY in a secret store and a stable XMEMO_AGENT_INSTANCE_ID outside git; the recipe is also served as JSON.",
+            format!("curl {base}/api/v1/mcp/config/autonomous-agent"),
+            "Environment of the runner:",
             format!(
-                "export XMEMO_URL={base}\nexport XMEMO_KEY=…        # from a secret store (API keys page)\nexport XMEMO_AGENT_INSTANCE_ID=runner-1\nxmemo mcp               # stdio bridge, or POST {mcp} with Authorization: Bearer $XMEMO_KEY"
+                "export XMEMO_URL={base}\nexport XMEMO_KEY=…   # from a secret store (API keys page)\nexport XMEMO_AGENT_INSTANCE_ID=runner-1\nxmemo mcp          # stdio bridge; or POST {mcp} with\n                   # Authorization: Bearer $XMEMO_KEY"
             ),
         ),
     ]

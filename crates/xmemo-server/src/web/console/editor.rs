@@ -428,7 +428,12 @@ pub async fn save(
     };
     match state.service.save(&ctx.principal, request).await {
         Ok(saved) => {
-            let notice = if !saved.created { "unchanged" } else { "saved" };
+            let notice = match (saved.created, saved.status) {
+                (false, _) => "unchanged",
+                (true, xmemo_core::RevisionStatus::Published) => "saved-published",
+                (true, xmemo_core::RevisionStatus::Proposed) => "saved-proposed",
+                (true, _) => "saved",
+            };
             see_other(&super::link(
                 "/console/skill",
                 &[
@@ -456,7 +461,7 @@ pub async fn save(
                 let e = ServiceError::Conflict(format!(
                     "Someone saved revision {number} of this skill while you were editing, so \
                      nothing was saved. Your text is below, unchanged. Look at revision {number}, \
-                     then tick “save over it” to save yours as the next revision. ({message})"
+                     then tick “save over it” to save yours as the next revision."
                 ));
                 return editor_error(&ctx, page, &e);
             }

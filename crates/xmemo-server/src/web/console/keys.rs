@@ -95,9 +95,13 @@ async fn keys_page(
                 prefix: k.prefix,
                 scopes: k.scopes.join(" "),
                 profile: k.profile,
-                created_at: k.created_at,
-                last_used: k.last_used_at.unwrap_or_else(|| "never".into()),
-                expires: k.expires_at.unwrap_or_else(|| "never".into()),
+                created_at: super::when(&k.created_at),
+                last_used: k
+                    .last_used_at
+                    .map_or_else(|| "never".into(), |t| super::when(&t)),
+                expires: k
+                    .expires_at
+                    .map_or_else(|| "never".into(), |t| super::when(&t)),
             })
             .collect(),
         created,
@@ -236,7 +240,7 @@ pub async fn grants(
                         client: g.client_name,
                         client_id: g.client_id,
                         scopes: g.scopes.join(" "),
-                        created_at: g.created_at,
+                        created_at: super::when(&g.created_at),
                         revoked: match (g.revoked_at, g.revoked_reason) {
                             (Some(at), Some(why)) => format!("{at} ({why})"),
                             (Some(at), None) => at,

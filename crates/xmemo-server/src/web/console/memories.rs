@@ -84,7 +84,7 @@ fn row(m: MemoryHitView) -> MemoryRow {
         forgotten: m.status == MemoryStatus::Forgotten,
         version: m.version,
         by,
-        updated_at: m.updated_at,
+        updated_at: super::when(&m.updated_at),
     }
 }
 

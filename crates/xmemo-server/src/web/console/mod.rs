@@ -98,7 +98,9 @@ impl Chrome {
 /// The fixed texts a redirect after a form may show (`?notice=`): nothing a link can inject.
 fn notice_text(code: &str) -> Option<&'static str> {
     Some(match code {
-        "saved" => "Saved.",
+        "saved" => "Saved as a draft.",
+        "saved-published" => "Saved and published.",
+        "saved-proposed" => "Saved and proposed: an owner or admin of the team reviews it.",
         "published" => "Revision published.",
         "proposed" => "Revision proposed for review.",
         "approved" => "Proposal approved: it is the published revision now.",
@@ -235,6 +237,17 @@ pub fn failure(ctx: &Ctx, tab: &'static str, e: &ServiceError) -> Response {
             code: e.code().as_str(),
         },
     )
+}
+
+/// A stored instant (`2026-12-01T13:39:03.223Z`) as people read it: `2026-12-01 13:39 UTC`.
+/// Anything else is shown as it is.
+pub fn when(at: &str) -> String {
+    match (at.get(..10), at.get(11..16), at.ends_with('Z')) {
+        (Some(day), Some(hm), true) if at.as_bytes().get(10) == Some(&b'T') => {
+            format!("{day} {hm} UTC")
+        }
+        _ => at.to_string(),
+    }
 }
 
 /// The fields of an urlencoded form, in order (names may repeat).

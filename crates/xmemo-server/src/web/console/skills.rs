@@ -203,6 +203,7 @@ pub struct SkillQuery {
 }
 
 pub struct ResourceRow {
+    pub short_hash: String,
     pub path: String,
     pub kind: String,
     pub size: u64,
@@ -421,6 +422,7 @@ async fn skill_page(
                 kind: c.component_type.to_string(),
                 size: c.size,
                 media_type: c.media_type.clone(),
+                short_hash: c.content_hash.chars().take(12).collect(),
                 hash: c.content_hash.clone(),
             })
             .collect(),
@@ -470,7 +472,7 @@ fn revision_row(
         number: r.revision_number,
         status: r.status.as_str(),
         current: r.revision_id == current,
-        created_at: r.created_at.clone(),
+        created_at: super::when(&r.created_at),
         account: handles
             .get(&a.account_id)
             .cloned()
