@@ -2,6 +2,7 @@
 //! save throughput and Level 0/1/2 recall throughput and latency. A benchmark, not a test:
 //! it never fails on a figure; it prints each target next to what was measured.
 
+mod console;
 mod corpus;
 mod load;
 mod memories;
@@ -71,6 +72,9 @@ struct Args {
     /// with known answers) and recall latency at each of --sizes memories
     #[arg(long)]
     memories: bool,
+    /// Time the Memory Console's pages (p50/p99 each) at the smallest of --sizes skills
+    #[arg(long)]
+    console: bool,
     /// Memories only: queries per query kind in the quality check
     #[arg(long, default_value_t = 200)]
     quality_queries: usize,
@@ -161,6 +165,18 @@ async fn main() -> Result<()> {
     );
     report.memory_at_start = srv.memory();
 
+    if args.console {
+        let corpus = Arc::new(Corpus::new(args.corpus_seed, args.vocabulary));
+        let result = console::run(&srv, corpus, sizes[0], args.seed_concurrency).await;
+        if let Err(e) = &result {
+            eprintln!(
+                "xmemo-bench: console run failed: {e:#}\n{}",
+                srv.stderr_tail()
+            );
+        }
+        srv.stop();
+        return result;
+    }
     if args.memories {
         let result = tokio::select! {
             r = run_memories(&args, &sizes, &srv) => r,
