@@ -104,7 +104,11 @@ pub async fn run(
     if !saved.status().is_success() {
         bail!("second revision: {}", saved.status());
     }
-    let session = sign_in(&http, srv).await?;
+    // The sign-in answer is a redirect whose Set-Cookie must be read, not followed.
+    let no_redirects = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()?;
+    let session = sign_in(&no_redirects, srv).await?;
     let query = slug.split('-').next().unwrap_or("deploy").to_string();
     let pages: Vec<(&str, String)> = vec![
         ("skills (list, first page)", "/console/skills".into()),
