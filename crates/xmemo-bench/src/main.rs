@@ -3,6 +3,7 @@
 //! it never fails on a figure; it prints each target next to what was measured.
 
 mod calls;
+mod console;
 mod corpus;
 mod load;
 mod mcp;
@@ -81,6 +82,9 @@ struct Args {
     /// with known answers) and recall latency at each of --sizes memories
     #[arg(long)]
     memories: bool,
+    /// Time the Memory Console's pages (p50/p99 each) at the smallest of --sizes skills
+    #[arg(long)]
+    console: bool,
     /// Memories only: queries per query kind in the quality check
     #[arg(long, default_value_t = 200)]
     quality_queries: usize,
@@ -196,6 +200,18 @@ async fn main() -> Result<()> {
     );
     report.memory_at_start = srv.memory();
 
+    if args.console {
+        let corpus = Arc::new(Corpus::new(args.corpus_seed, args.vocabulary));
+        let result = console::run(&srv, corpus, sizes[0], args.seed_concurrency).await;
+        if let Err(e) = &result {
+            eprintln!(
+                "xmemo-bench: console run failed: {e:#}\n{}",
+                srv.stderr_tail()
+            );
+        }
+        srv.stop();
+        return result;
+    }
     if args.memories {
         let result = tokio::select! {
             r = run_memories(&args, &sizes, &srv) => r,

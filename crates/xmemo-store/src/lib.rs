@@ -152,6 +152,9 @@ pub trait Store: Send + Sync + 'static {
         page: &KeysetPage<CreationKey>,
     ) -> StoreResult<Vec<ApiKey>>;
     /// Marks the key revoked; false when the account has no such live key.
+    /// Sets the key's `last_used_at` to `at` unless it is already `since` or later; whether
+    /// it changed.
+    async fn touch_api_key(&self, key_id: &str, at: &str, since: &str) -> StoreResult<bool>;
     async fn revoke_api_key(
         &self,
         account_id: &str,
@@ -286,6 +289,17 @@ pub trait Store: Send + Sync + 'static {
     ) -> StoreResult<Option<(ComponentManifest, Vec<u8>)>>;
     /// Compare-and-set of a revision's status (from → to). Publishing deprecates the
     /// previously published revision of the skill in the same transaction.
+    /// Proposed revisions of active skills in these workspaces, oldest first, at most `limit`.
+    async fn pending_proposals(
+        &self,
+        workspace_ids: &[String],
+        limit: u32,
+    ) -> StoreResult<Vec<PendingProposal>>;
+    /// The status of each skill's latest revision, by skill id.
+    async fn latest_statuses(
+        &self,
+        skill_ids: &[String],
+    ) -> StoreResult<BTreeMap<String, xmemo_core::RevisionStatus>>;
     async fn change_revision_status(&self, change: StatusChange) -> StoreResult<Revision>;
     async fn set_asset_status(
         &self,

@@ -121,6 +121,22 @@ pub struct ApiKey {
     pub created_at: String,
     pub expires_at: Option<String>,
     pub revoked_at: Option<String>,
+    /// When an authentication last used it (kept to about a minute; `None`: never).
+    #[serde(default)]
+    pub last_used_at: Option<String>,
+}
+
+/// A revision that waits for review (status `proposed`), with its skill.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingProposal {
+    pub skill_id: String,
+    pub workspace_id: String,
+    pub slug: String,
+    pub name: String,
+    pub revision_id: String,
+    pub revision_number: i64,
+    pub account_id: String,
+    pub created_at: String,
 }
 
 #[derive(Debug, Clone)]

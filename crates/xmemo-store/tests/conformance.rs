@@ -193,6 +193,8 @@ conformance!(
     oauth_rows_go_with_the_account,
     passwords_travel_with_a_snapshot,
     credential_cache_follows_every_write_at_once,
+    api_key_last_use_is_coalesced,
+    pending_proposals_and_latest_statuses,
 );
 
 // ---------------------------------------------------------------------------------------------
@@ -657,6 +659,172 @@ mod cases {
             "a no-op removal is not audited"
         );
         assert_eq!(store.memberships(&bob.account_id).await.unwrap().len(), 1);
+    }
+
+    pub async fn api_key_last_use_is_coalesced(db: &TestDb) {
+        let store = db.store();
+        let alice = account(&store, "alice").await;
+        let key = store
+            .create_api_key(
+                NewApiKey {
+                    account_id: alice.account_id.clone(),
+                    name: "laptop".into(),
+                    prefix: "xm_abcd".into(),
+                    key_hash: "d".repeat(64),
+                    scopes: vec!["memory:read".into()],
+                    profile: "ordinary-full".into(),
+                    expires_at: None,
+                },
+                AuditDraft::new("key.create", &actor(&alice.account_id)),
+            )
+            .await
+            .unwrap();
+        assert_eq!(key.last_used_at, None, "a new key was never used");
+        let t1 = "2026-01-01T10:00:00.000Z";
+        assert!(
+            store
+                .touch_api_key(&key.key_id, t1, "2026-01-01T09:59:00.000Z")
+                .await
+                .unwrap()
+        );
+        // Within the interval: the stored use is recent enough, nothing is written.
+        assert!(
+            !store
+                .touch_api_key(
+                    &key.key_id,
+                    "2026-01-01T10:00:30.000Z",
+                    "2025-12-31T00:00:00.000Z"
+                )
+                .await
+                .unwrap()
+        );
+        let found = store
+            .find_api_key_by_hash(&"d".repeat(64))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(found.last_used_at.as_deref(), Some(t1));
+        let t2 = "2026-01-01T10:05:00.000Z";
+        assert!(
+            store
+                .touch_api_key(&key.key_id, t2, "2026-01-01T10:04:00.000Z")
+                .await
+                .unwrap()
+        );
+        let listed = store.list_api_keys(&alice.account_id).await.unwrap();
+        assert_eq!(listed[0].last_used_at.as_deref(), Some(t2));
+        assert!(
+            !store.touch_api_key("key_missing", t2, t2).await.unwrap(),
+            "an unknown key changes nothing"
+        );
+    }
+
+    pub async fn pending_proposals_and_latest_statuses(db: &TestDb) {
+        let store = db.store();
+        let owner = account(&store, "owner").await;
+        let bob = account(&store, "bob").await;
+        let t = team(&store, "ops", &owner).await;
+        join(&store, &t, &owner, &bob, Role::Member).await;
+        let who = actor(&bob.account_id);
+        let proposed = store
+            .save_revision(draft("first").status(RevisionStatus::Proposed).to_save(
+                &t.workspace_id,
+                "deploy",
+                &who,
+            ))
+            .await
+            .unwrap();
+        let drafted = store
+            .save_revision(draft("other").to_save(&t.workspace_id, "other", &who))
+            .await
+            .unwrap();
+        // A personal draft is no proposal of the team.
+        save(
+            &store,
+            &owner,
+            "mine",
+            draft("x").status(RevisionStatus::Proposed),
+        )
+        .await;
+
+        let team_ids = [t.workspace_id.clone()];
+        let pending = store.pending_proposals(&team_ids, 10).await.unwrap();
+        assert_eq!(pending.len(), 1);
+        assert_eq!(pending[0].slug, "deploy");
+        assert_eq!(pending[0].revision_id, proposed.revision.revision_id);
+        assert_eq!(pending[0].revision_number, 1);
+        assert_eq!(pending[0].account_id, bob.account_id);
+        assert_eq!(pending[0].workspace_id, t.workspace_id);
+        assert!(
+            store
+                .pending_proposals(&team_ids, 0)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        assert!(store.pending_proposals(&[], 10).await.unwrap().is_empty());
+
+        let ids = vec![
+            proposed.skill.skill_id.clone(),
+            drafted.skill.skill_id.clone(),
+            "skill_missing".to_string(),
+        ];
+        let statuses = store.latest_statuses(&ids).await.unwrap();
+        assert_eq!(statuses.len(), 2);
+        assert_eq!(statuses[&proposed.skill.skill_id], RevisionStatus::Proposed);
+        assert_eq!(statuses[&drafted.skill.skill_id], RevisionStatus::Draft);
+
+        // Approving ends the wait; the latest status follows.
+        store
+            .change_revision_status(status_change(
+                &proposed.revision.revision_id,
+                RevisionStatus::Proposed,
+                RevisionStatus::Published,
+                &owner,
+            ))
+            .await
+            .unwrap();
+        assert!(
+            store
+                .pending_proposals(&team_ids, 10)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        let statuses = store.latest_statuses(&ids).await.unwrap();
+        assert_eq!(
+            statuses[&proposed.skill.skill_id],
+            RevisionStatus::Published
+        );
+
+        // An archived skill's proposal waits for nobody.
+        let again = store
+            .save_revision(draft("second").status(RevisionStatus::Proposed).to_save(
+                &t.workspace_id,
+                "deploy",
+                &who,
+            ))
+            .await
+            .unwrap();
+        assert_eq!(
+            store.pending_proposals(&team_ids, 10).await.unwrap().len(),
+            1
+        );
+        store
+            .set_asset_status(
+                &again.skill.skill_id,
+                AssetStatus::Archived,
+                AuditDraft::new("skill.archive", &actor(&owner.account_id)),
+            )
+            .await
+            .unwrap();
+        assert!(
+            store
+                .pending_proposals(&team_ids, 10)
+                .await
+                .unwrap()
+                .is_empty()
+        );
     }
 
     /// The store caches keys, accounts and memberships for the credential lookup of every

@@ -44,6 +44,18 @@ pub fn throttle_key(client: IpAddr) -> IpAddr {
     }
 }
 
+/// How stale a key's recorded last use may get before an authentication writes it again.
+pub const KEY_USE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The store's timestamp form (`2026-01-01T10:00:00.000Z`), which sorts as text.
+fn timestamp(at: time::OffsetDateTime) -> String {
+    let format = time::macros::format_description!(
+        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
+    );
+    at.format(&format)
+        .unwrap_or_else(|_| at.unix_timestamp().to_string())
+}
+
 impl Service {
     /// Resolves an API key secret presented from `client` (the caller's address; `None` when
     /// unknown, counted as one shared address) to a principal. Every failure reads the same,
@@ -88,6 +100,28 @@ impl Service {
         result
     }
 
+    /// Records the key's use for the console's "last use", at most once per
+    /// [`KEY_USE_INTERVAL`]: a key used within it costs no write. A failed write is logged and
+    /// does not fail the authentication.
+    async fn touch_key(&self, key: &ApiKey) {
+        let now = time::OffsetDateTime::now_utc();
+        let since = timestamp(now - KEY_USE_INTERVAL);
+        if key
+            .last_used_at
+            .as_deref()
+            .is_some_and(|at| at >= since.as_str())
+        {
+            return;
+        }
+        if let Err(e) = self
+            .store
+            .touch_api_key(&key.key_id, &timestamp(now), &since)
+            .await
+        {
+            tracing::warn!(key_id = %key.key_id, error = %e, "could not record a key's last use");
+        }
+    }
+
     async fn resolve_key(
         &self,
         secret: &str,
@@ -117,6 +151,7 @@ impl Service {
             .account_of_credential(&key.account_id)
             .await?
             .ok_or_else(invalid)?;
+        self.touch_key(&key).await;
         let scopes = key
             .scopes
             .iter()

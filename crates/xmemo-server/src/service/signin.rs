@@ -113,6 +113,33 @@ impl Service {
             .await?)
     }
 
+    /// A signed-in person changes their own password: the current one must be right (a
+    /// wrong one spends the account's sign-in budget, like a failed sign-in). Every session of
+    /// the account ends, this one too.
+    pub async fn change_password(
+        &self,
+        principal: &Principal,
+        current: &str,
+        new: &str,
+    ) -> ServiceResult<()> {
+        let account = principal.account.clone();
+        let key = account.handle.to_ascii_lowercase();
+        if let Err(wait) = self.login_failures.check(&key) {
+            return Err(rate_limited(retry_after_secs(wait), "for this account"));
+        }
+        let stored = self.store.password_hash(&account.account_id).await?;
+        if current.len() > crate::password::MAX_BYTES
+            || !crate::password::verify(current, stored).await
+        {
+            self.login_failures.record_failure(key);
+            return Err(ServiceError::validation(
+                "the current password is not right",
+                "current_password",
+            ));
+        }
+        self.set_password(principal, &account, new).await
+    }
+
     /// Signs in with a handle and a password from `client`. Refused with RATE_LIMITED before
     /// anything is checked when the address (shared with every failed authentication) or
     /// the account has no failure left; every other failure is the same AUTH_REQUIRED. A

@@ -291,6 +291,72 @@ impl Service {
         .map(|s| skill_view(&s, &access)))
     }
 
+    /// [`Service::list_skills`] with the status of each skill's latest revision (the console's
+    /// badges): one more statement for the whole page.
+    pub async fn list_skills_with_status(
+        &self,
+        principal: &Principal,
+        workspace: Option<&str>,
+        page: &PageRequest,
+    ) -> ServiceResult<Page<(SkillView, Option<RevisionStatus>)>> {
+        let skills = self.list_skills(principal, workspace, page).await?;
+        let ids: Vec<String> = skills.items.iter().map(|s| s.skill_id.clone()).collect();
+        let mut statuses = self.store.latest_statuses(&ids).await?;
+        Ok(skills.map(|s| {
+            let status = statuses.remove(&s.skill_id);
+            (s, status)
+        }))
+    }
+
+    /// Proposals waiting for this person's review: proposed revisions of active skills in the
+    /// teams where their role may approve, oldest first, at most `limit`.
+    pub async fn pending_reviews(
+        &self,
+        principal: &Principal,
+        limit: u32,
+    ) -> ServiceResult<Vec<PendingReview>> {
+        principal.require(Scope::Read)?;
+        let access = self.access(principal).await?;
+        let ids: Vec<String> = access
+            .memberships
+            .iter()
+            .filter(|m| {
+                transition(
+                    LifecycleAction::Approve,
+                    Some(RevisionStatus::Proposed),
+                    m.workspace.kind,
+                    m.role,
+                )
+                .is_ok()
+            })
+            .map(|m| m.workspace.workspace_id.clone())
+            .collect();
+        let pending = self.store.pending_proposals(&ids, limit).await?;
+        let mut handles: std::collections::BTreeMap<String, Option<String>> = Default::default();
+        for p in &pending {
+            if !handles.contains_key(&p.account_id) {
+                let handle = self
+                    .store
+                    .get_account(&p.account_id)
+                    .await?
+                    .map(|a| a.handle);
+                handles.insert(p.account_id.clone(), handle);
+            }
+        }
+        Ok(pending
+            .into_iter()
+            .map(|p| PendingReview {
+                workspace: access.handle(&p.workspace_id),
+                proposed_by: handles.get(&p.account_id).cloned().flatten(),
+                slug: p.slug,
+                name: p.name,
+                revision_id: p.revision_id,
+                revision_number: p.revision_number,
+                created_at: p.created_at,
+            })
+            .collect())
+    }
+
     pub async fn get_skill(
         &self,
         principal: &Principal,

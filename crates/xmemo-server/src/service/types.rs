@@ -176,6 +176,19 @@ pub struct SkillView {
     pub updated_at: String,
 }
 
+/// A proposal that waits for the person's approval (the console's review banner).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingReview {
+    pub workspace: String,
+    pub slug: String,
+    pub name: String,
+    pub revision_id: String,
+    pub revision_number: i64,
+    /// Handle of the account that proposed it (`None` once that account is deleted).
+    pub proposed_by: Option<String>,
+    pub created_at: String,
+}
+
 #[derive(Debug, Clone, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct LifecycleRequest {

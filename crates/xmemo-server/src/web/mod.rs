@@ -1,12 +1,15 @@
-//! The server-rendered pages people use: sign-in (`/login`, `/logout`) now, the OAuth consent
-//! page (`oauth/`) beside it, the console later. Each page is plain HTML from `templates/`
-//! with one stylesheet, under a strict Content-Security-Policy; no script at all.
+//! The server-rendered pages people use: sign-in (`/login`, `/logout`), the OAuth consent
+//! page (`oauth/`) beside it, and the Memory Console (`console/`). Each page is plain HTML
+//! from `templates/` with one stylesheet, under a strict Content-Security-Policy; the only
+//! script is the console's own file.
 //!
 //! - `cookies.rs`: the session and sign-in cookies (names, attributes, parsing);
 //! - `guard.rs`: the same-origin check every unsafe request passes, and the form tokens;
 //! - `pages.rs`: rendering and the security headers of every page;
-//! - `login.rs`: the sign-in and sign-out handlers.
+//! - `login.rs`: the sign-in and sign-out handlers;
+//! - `console/`: the Memory Console at `/console`.
 
+pub mod console;
 pub mod cookies;
 pub mod guard;
 mod login;
@@ -67,4 +70,5 @@ pub fn routes() -> Router<AppState> {
         .route("/logout", axum::routing::post(login::logout))
         .route("/assets/xmemo.css", get(pages::stylesheet))
         .layer(DefaultBodyLimit::max(FORM_LIMIT_BYTES))
+        .merge(console::routes())
 }

@@ -26,6 +26,12 @@ pub fn policy(form_target: Option<&str>) -> String {
 
 /// A rendered page with its status and headers.
 pub fn html(status: StatusCode, page: &impl Template, form_target: Option<&str>) -> Response {
+    html_with_policy(status, page, &policy(form_target))
+}
+
+/// A rendered page under the Content-Security-Policy `csp` (the console's admits its own
+/// script file).
+pub fn html_with_policy(status: StatusCode, page: &impl Template, csp: &str) -> Response {
     let body = match page.render() {
         Ok(b) => b,
         Err(e) => {
@@ -39,7 +45,7 @@ pub fn html(status: StatusCode, page: &impl Template, form_target: Option<&str>)
         header::CONTENT_TYPE,
         HeaderValue::from_static("text/html; charset=utf-8"),
     );
-    if let Ok(csp) = HeaderValue::from_str(&policy(form_target)) {
+    if let Ok(csp) = HeaderValue::from_str(csp) {
         headers.insert(header::CONTENT_SECURITY_POLICY, csp);
     }
     secure_headers(headers);

@@ -336,6 +336,7 @@ pub async fn create_api_key<D: Dialect>(
         created_at: now(),
         expires_at: new.expires_at,
         revoked_at: None,
+        last_used_at: None,
     };
     let mut s = store.write().await?;
     insert_api_key(&mut s, &key).await?;
@@ -393,6 +394,31 @@ pub async fn list_api_keys<D: Dialect>(
         .iter()
         .map(rows::api_key)
         .collect()
+}
+
+/// Records that key `key_id` was used at `at`, unless its stored use is `since` or later
+/// (so a busy key is written about once per interval, not on every request). Returns whether
+/// a row changed. Not audited: it is bookkeeping, not an action.
+pub async fn touch_api_key<D: Dialect>(
+    store: &SqlStore<D>,
+    key_id: &str,
+    at: &str,
+    since: &str,
+) -> StoreResult<bool> {
+    let mut s = store.write().await?;
+    let changed = s
+        .execute(
+            Stmt::new("UPDATE api_keys SET last_used_at = $1 WHERE key_id = $2 AND (last_used_at IS NULL OR last_used_at < $3)")
+                .bind(at)
+                .bind(key_id)
+                .bind(since),
+        )
+        .await?
+        > 0;
+    if changed {
+        s.commit().await?;
+    }
+    Ok(changed)
 }
 
 pub async fn revoke_api_key<D: Dialect>(

@@ -47,6 +47,11 @@ macro_rules! embed_migrations {
                     "/0005_sessions_oauth.sql"
                 )),
             },
+            $crate::migrate::Migration {
+                version: 6,
+                name: "console",
+                sql: include_str!(concat!("../../migrations/", $dialect, "/0006_console.sql")),
+            },
         ]
     };
 }

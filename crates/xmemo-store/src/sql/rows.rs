@@ -40,7 +40,7 @@ pub const MEMBER_SELECT: &str = "SELECT a.account_id, a.handle, a.display_name, 
 pub const INVITATION_SELECT: &str = "SELECT i.invitation_id, i.workspace_id, w.handle AS workspace_handle, w.name AS workspace_name, i.invitee, i.account_id, i.role, i.status, i.invited_by, COALESCE(a.handle, '') AS invited_by_handle, i.created_at, i.responded_at
      FROM invitations i JOIN workspaces w ON w.workspace_id = i.workspace_id
      LEFT JOIN accounts a ON a.account_id = i.invited_by";
-pub const API_KEY_SELECT: &str = "SELECT key_id, account_id, name, prefix, key_hash, scopes, profile, created_at, expires_at, revoked_at FROM api_keys";
+pub const API_KEY_SELECT: &str = "SELECT key_id, account_id, name, prefix, key_hash, scopes, profile, created_at, expires_at, revoked_at, last_used_at FROM api_keys";
 pub const SKILL_SELECT: &str = "SELECT s.skill_id, s.workspace_id, s.slug, s.name, s.description, s.asset_status, s.latest_revision_number, s.created_at, s.updated_at,
     (SELECT r.revision_id FROM revisions r WHERE r.skill_id = s.skill_id AND r.status = 'published') AS published_revision_id
     FROM skills s";
@@ -120,6 +120,7 @@ pub fn api_key(r: &impl Record) -> StoreResult<ApiKey> {
         created_at: r.text("created_at")?,
         expires_at: r.opt_text("expires_at")?,
         revoked_at: r.opt_text("revoked_at")?,
+        last_used_at: r.opt_text("last_used_at")?,
     })
 }
 

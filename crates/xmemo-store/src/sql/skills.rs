@@ -220,6 +220,71 @@ pub async fn shared_slugs<D: Dialect>(
         .collect()
 }
 
+/// Revisions waiting for review (`proposed`) in active skills of the given workspaces, oldest
+/// first, at most `limit`.
+pub async fn pending_proposals<D: Dialect>(
+    store: &SqlStore<D>,
+    workspace_ids: &[String],
+    limit: u32,
+) -> StoreResult<Vec<PendingProposal>> {
+    if workspace_ids.is_empty() || limit == 0 {
+        return Ok(vec![]);
+    }
+    let n = workspace_ids.len();
+    let sql = format!(
+        "SELECT s.skill_id, s.workspace_id, s.slug, s.name, r.revision_id, r.revision_number, r.account_id, r.created_at
+         FROM revisions r JOIN skills s ON s.skill_id = r.skill_id
+         WHERE r.status = 'proposed' AND s.asset_status = 'active' AND s.workspace_id IN ({})
+         ORDER BY r.created_at, r.revision_id LIMIT ${}",
+        in_list(1, n),
+        n + 1
+    );
+    let mut s = store.read().await?;
+    s.all(
+        Stmt::new(sql)
+            .bind_all(workspace_ids)
+            .bind(i64::from(limit)),
+    )
+    .await?
+    .iter()
+    .map(|r| {
+        Ok(PendingProposal {
+            skill_id: r.text("skill_id")?,
+            workspace_id: r.text("workspace_id")?,
+            slug: r.text("slug")?,
+            name: r.text("name")?,
+            revision_id: r.text("revision_id")?,
+            revision_number: r.int("revision_number")?,
+            account_id: r.text("account_id")?,
+            created_at: r.text("created_at")?,
+        })
+    })
+    .collect()
+}
+
+/// The status of each given skill's latest revision, by skill id (skills without a revision
+/// are left out).
+pub async fn latest_statuses<D: Dialect>(
+    store: &SqlStore<D>,
+    skill_ids: &[String],
+) -> StoreResult<BTreeMap<String, RevisionStatus>> {
+    if skill_ids.is_empty() {
+        return Ok(BTreeMap::new());
+    }
+    let sql = format!(
+        "SELECT r.skill_id, r.status FROM skills s JOIN revisions r
+           ON r.skill_id = s.skill_id AND r.revision_number = s.latest_revision_number
+         WHERE s.skill_id IN ({})",
+        in_list(1, skill_ids.len())
+    );
+    let mut s = store.read().await?;
+    s.all(Stmt::new(sql).bind_all(skill_ids))
+        .await?
+        .iter()
+        .map(|r| Ok((r.text("skill_id")?, r.parsed("status")?)))
+        .collect()
+}
+
 async fn revisions_by_id<D: Dialect>(
     s: &mut Session<D>,
     ids: &[String],

@@ -187,6 +187,9 @@ impl<D: Dialect> Store for SqlStore<D> {
     ) -> StoreResult<Vec<ApiKey>> {
         accounts::list_api_keys(self, account_id, Some(page)).await
     }
+    async fn touch_api_key(&self, key_id: &str, at: &str, since: &str) -> StoreResult<bool> {
+        accounts::touch_api_key(self, key_id, at, since).await
+    }
     async fn revoke_api_key(
         &self,
         account_id: &str,
@@ -348,6 +351,19 @@ impl<D: Dialect> Store for SqlStore<D> {
         logical_path: &str,
     ) -> StoreResult<Option<(ComponentManifest, Vec<u8>)>> {
         skills::component_bytes(self, revision_id, logical_path).await
+    }
+    async fn pending_proposals(
+        &self,
+        workspace_ids: &[String],
+        limit: u32,
+    ) -> StoreResult<Vec<PendingProposal>> {
+        skills::pending_proposals(self, workspace_ids, limit).await
+    }
+    async fn latest_statuses(
+        &self,
+        skill_ids: &[String],
+    ) -> StoreResult<BTreeMap<String, xmemo_core::RevisionStatus>> {
+        skills::latest_statuses(self, skill_ids).await
     }
     async fn change_revision_status(&self, change: StatusChange) -> StoreResult<Revision> {
         skills::change_revision_status(self, change).await

@@ -1,0 +1,123 @@
+//! The account: password change, the account export (one streamed ZIP: every skill as
+//! capsules plus memories, JSON) and deletion with the handle typed back.
+
+use super::{Chrome, failure, form, render, see_other, signed};
+use crate::rest::AppState;
+use crate::web::{Site, cookies};
+use askama::Template;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
+use axum::response::{IntoResponse, Response};
+
+#[derive(Template)]
+#[template(path = "console/account.html")]
+struct AccountPage {
+    chrome: Option<Chrome>,
+    token: String,
+    handle: String,
+    display_name: String,
+    is_admin: bool,
+    created_at: String,
+}
+
+pub async fn page(State(state): State<AppState>, headers: HeaderMap, uri: Uri) -> Response {
+    let ctx = match signed(&state, &headers, &uri).await {
+        Ok(c) => c,
+        Err(r) => return r,
+    };
+    let a = &ctx.who.account;
+    render(
+        StatusCode::OK,
+        &AccountPage {
+            chrome: Some(ctx.chrome("account")),
+            token: ctx.token.clone(),
+            handle: a.handle.clone(),
+            display_name: a.display_name.clone(),
+            is_admin: a.is_admin,
+            created_at: a.created_at.clone(),
+        },
+    )
+}
+
+/// Ends the browser's session cookie and sends it to the sign-in page.
+fn signed_out(state: &AppState) -> Response {
+    let site = Site::new(&state.info.public_url);
+    let mut response = see_other("/login");
+    if let Some(cookie) = cookies::set(&site, &cookies::session_name(&site), "", Some(0)) {
+        response.headers_mut().append(header::SET_COOKIE, cookie);
+    }
+    response
+}
+
+pub async fn password(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
+    let (ctx, f) = match form(&state, &headers, &body).await {
+        Ok(x) => x,
+        Err(r) => return r,
+    };
+    if f.get("new_password") != f.get("confirm_password") {
+        return failure(
+            &ctx,
+            "account",
+            &crate::error::ServiceError::validation(
+                "the new password and its confirmation differ",
+                "confirm_password",
+            ),
+        );
+    }
+    match state
+        .service
+        .change_password(
+            &ctx.principal,
+            f.get("current_password"),
+            f.get("new_password"),
+        )
+        .await
+    {
+        // Every session of the account ended: sign in again with the new password.
+        Ok(()) => signed_out(&state),
+        Err(e) => failure(&ctx, "account", &e),
+    }
+}
+
+pub async fn export(State(state): State<AppState>, headers: HeaderMap, uri: Uri) -> Response {
+    let ctx = match signed(&state, &headers, &uri).await {
+        Ok(c) => c,
+        Err(r) => return r,
+    };
+    match state.service.export_account(&ctx.principal).await {
+        Ok(mut rx) => {
+            let stream = futures::stream::poll_fn(move |cx| rx.poll_recv(cx));
+            let mut response = Body::from_stream(stream).into_response();
+            let h = response.headers_mut();
+            h.insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/zip"),
+            );
+            if let Ok(v) = HeaderValue::from_str(&format!(
+                "attachment; filename=\"xmemo-{}-export.zip\"",
+                ctx.who.account.handle
+            )) {
+                h.insert(header::CONTENT_DISPOSITION, v);
+            }
+            super::secure_headers(h);
+            response
+        }
+        Err(e) => failure(&ctx, "account", &e),
+    }
+}
+
+pub async fn delete(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
+    let (ctx, f) = match form(&state, &headers, &body).await {
+        Ok(x) => x,
+        Err(r) => return r,
+    };
+    match state
+        .service
+        .delete_account(&ctx.principal, f.get("confirm").trim())
+        .await
+    {
+        Ok(_) => signed_out(&state),
+        Err(e) => failure(&ctx, "account", &e),
+    }
+}

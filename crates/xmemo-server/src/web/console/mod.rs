@@ -1,0 +1,350 @@
+//! The Memory Console at `/console` (docs/console.md): server-rendered pages over the same
+//! service every other transport calls. A page decides nothing: it reads through the service,
+//! shows only the buttons the person's role allows (asking `xmemo_core::lifecycle` the same
+//! question the service asks), and the service refuses anything else anyway.
+//!
+//! Every page answers a signed-out visitor with the sign-in page (and back); every
+//! state-changing form passes the same-origin check and carries the session's form token.
+//! Pages leave with a strict Content-Security-Policy whose only script is `/assets/console.js`
+//! (this server's own file: live preview, adding component rows).
+//!
+//! - `markdown.rs`: untrusted skill Markdown → sanitised HTML (pulldown-cmark + ammonia);
+//! - `skills.rs`: the skill list (search, badges, review banner), a skill's page, lifecycle,
+//!   archive/restore, capsule download; `diff.rs`: the diff of two revisions;
+//! - `editor.rs`: new skill / new revision, components, live preview; `import.rs`: uploads
+//!   and URLs;
+//! - `memories.rs`, `keys.rs` (API keys and OAuth grants), `members.rs` (teams, members,
+//!   invitations), `account.rs` (password, export, deletion), `connect.rs` (client recipes).
+
+mod account;
+mod connect;
+mod diff;
+mod editor;
+mod import;
+mod keys;
+pub mod markdown;
+mod members;
+mod memories;
+mod skills;
+
+use super::pages::{self, secure_headers};
+use super::{Site, guard};
+use crate::auth::Principal;
+use crate::error::ServiceError;
+use crate::rest::AppState;
+use crate::service::signin::SignedIn;
+use crate::service::types::WorkspaceView;
+use askama::Template;
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+
+/// Largest body of a skill save or an import (a revision holds up to 50 components of
+/// 128 KiB, sent as base64 or files, plus its body).
+pub const UPLOAD_LIMIT_BYTES: usize = 16 * 1024 * 1024;
+
+/// The console's own script.
+const SCRIPT: &str = include_str!("../../../templates/console/console.js");
+
+/// The policy of every console page: nothing from another origin, scripts only from this
+/// server's files (no inline script, no `eval`), requests only back to it.
+pub const CONSOLE_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'";
+
+/// The signed-in person of a console request.
+pub struct Ctx {
+    pub who: SignedIn,
+    pub principal: Principal,
+    /// The form token of the session, put in every form.
+    pub token: String,
+}
+
+/// What every console page shows around its content.
+pub struct Chrome {
+    pub handle: String,
+    pub token: String,
+    pub tab: &'static str,
+    pub notice: Option<String>,
+    pub error: Option<String>,
+    pub error_code: String,
+}
+
+impl Ctx {
+    pub fn chrome(&self, tab: &'static str) -> Chrome {
+        Chrome {
+            handle: self.who.account.handle.clone(),
+            token: self.token.clone(),
+            tab,
+            notice: None,
+            error: None,
+            error_code: String::new(),
+        }
+    }
+}
+
+impl Chrome {
+    pub fn with_notice(mut self, notice: Option<&str>) -> Self {
+        self.notice = notice.and_then(notice_text).map(str::to_string);
+        self
+    }
+    pub fn with_error(mut self, e: &ServiceError) -> Self {
+        self.error = Some(e.public_message());
+        self.error_code = e.code().as_str().to_string();
+        self
+    }
+}
+
+/// The fixed texts a redirect after a form may show (`?notice=`): nothing a link can inject.
+fn notice_text(code: &str) -> Option<&'static str> {
+    Some(match code {
+        "saved" => "Saved as a draft.",
+        "saved-published" => "Saved and published.",
+        "saved-proposed" => "Saved and proposed: an owner or admin of the team reviews it.",
+        "published" => "Revision published.",
+        "proposed" => "Revision proposed for review.",
+        "approved" => "Proposal approved: it is the published revision now.",
+        "rejected" => "Proposal sent back to draft with your note.",
+        "deprecated" => "Revision deprecated.",
+        "archived" => "Skill archived.",
+        "restored" => "Skill restored.",
+        "imported" => "Imported.",
+        "forgotten" => "Memory forgotten (it can be restored).",
+        "memory-restored" => "Memory restored.",
+        "revoked" => "Revoked.",
+        "invited" => "Invitation sent.",
+        "role" => "Role changed.",
+        "removed" => "Member removed.",
+        "left" => "You left the team.",
+        "accepted" => "Invitation accepted.",
+        "declined" => "Invitation declined.",
+        "team" => "Team created.",
+        "unchanged" => "Nothing changed: the content equals the latest revision.",
+        _ => return None,
+    })
+}
+
+/// The signed-in person, or the sign-in page that brings them back here.
+pub async fn signed(state: &AppState, headers: &HeaderMap, uri: &Uri) -> Result<Ctx, Response> {
+    match super::signed_in(state, headers).await {
+        Some((who, secret)) => Ok(Ctx {
+            principal: who.principal(),
+            token: guard::session_token(&secret),
+            who,
+        }),
+        None => {
+            let here = uri
+                .path_and_query()
+                .map(|p| p.as_str())
+                .unwrap_or("/console");
+            let query = serde_urlencoded::to_string([("next", here)]).unwrap_or_default();
+            Err(see_other(&format!("/login?{query}")))
+        }
+    }
+}
+
+/// A state-changing request: from this site, signed in, with the session's form token.
+pub async fn posted(state: &AppState, headers: &HeaderMap, token: &str) -> Result<Ctx, Response> {
+    let site = Site::new(&state.info.public_url);
+    guard::same_origin(headers, &site).map_err(refused)?;
+    let Some((who, secret)) = super::signed_in(state, headers).await else {
+        return Err(see_other("/login?next=%2Fconsole"));
+    };
+    let expected = guard::session_token(&secret);
+    if !guard::tokens_match(&expected, token) {
+        return Err(refused("the form does not belong to this session"));
+    }
+    Ok(Ctx {
+        principal: who.principal(),
+        token: expected,
+        who,
+    })
+}
+
+fn refused(reason: &str) -> Response {
+    render_message(
+        StatusCode::FORBIDDEN,
+        "Request refused",
+        &format!("{reason}. Open the page again and resend the form."),
+        "PERMISSION_DENIED",
+    )
+}
+
+pub fn see_other(to: &str) -> Response {
+    let mut response = StatusCode::SEE_OTHER.into_response();
+    if let Ok(location) = HeaderValue::from_str(to) {
+        response.headers_mut().insert(header::LOCATION, location);
+    }
+    secure_headers(response.headers_mut());
+    response
+}
+
+/// `path?name=value&…` with each value encoded.
+pub fn link(path: &str, params: &[(&str, &str)]) -> String {
+    let params: Vec<(&str, &str)> = params
+        .iter()
+        .copied()
+        .filter(|(_, v)| !v.is_empty())
+        .collect();
+    if params.is_empty() {
+        return path.to_string();
+    }
+    format!(
+        "{path}?{}",
+        serde_urlencoded::to_string(&params).unwrap_or_default()
+    )
+}
+
+/// A rendered console page.
+pub fn render(status: StatusCode, page: &impl Template) -> Response {
+    pages::html_with_policy(status, page, CONSOLE_POLICY)
+}
+
+#[derive(Template)]
+#[template(path = "console/message.html")]
+struct MessagePage<'a> {
+    chrome: Option<Chrome>,
+    title: &'a str,
+    message: &'a str,
+    code: &'a str,
+}
+
+fn render_message(status: StatusCode, title: &str, message: &str, code: &str) -> Response {
+    render(
+        status,
+        &MessagePage {
+            chrome: None,
+            title,
+            message,
+            code,
+        },
+    )
+}
+
+/// A service error as a console page, with the SPEC status and code.
+pub fn failure(ctx: &Ctx, tab: &'static str, e: &ServiceError) -> Response {
+    let status =
+        StatusCode::from_u16(e.code().http_status()).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
+    if matches!(e, ServiceError::Internal(_) | ServiceError::Unavailable(_)) {
+        tracing::warn!(error = %e, "a console page failed");
+    }
+    render(
+        status,
+        &MessagePage {
+            chrome: Some(ctx.chrome(tab)),
+            title: "That did not work",
+            message: &e.public_message(),
+            code: e.code().as_str(),
+        },
+    )
+}
+
+/// A stored instant (`2026-12-01T13:39:03.223Z`) as people read it: `2026-12-01 13:39 UTC`.
+/// Anything else is shown as it is.
+pub fn when(at: &str) -> String {
+    match (at.get(..10), at.get(11..16), at.ends_with('Z')) {
+        (Some(day), Some(hm), true) if at.as_bytes().get(10) == Some(&b'T') => {
+            format!("{day} {hm} UTC")
+        }
+        _ => at.to_string(),
+    }
+}
+
+/// The fields of an urlencoded form, in order (names may repeat).
+pub struct Fields(pub Vec<(String, String)>);
+
+impl Fields {
+    pub fn get(&self, name: &str) -> &str {
+        self.0
+            .iter()
+            .find(|(k, _)| k == name)
+            .map_or("", |(_, v)| v.as_str())
+    }
+    pub fn opt(&self, name: &str) -> Option<String> {
+        let v = self.get(name).trim();
+        (!v.is_empty()).then(|| v.to_string())
+    }
+}
+
+/// Reads an urlencoded form and runs the POST checks.
+pub async fn form(
+    state: &AppState,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<(Ctx, Fields), Response> {
+    let fields: Vec<(String, String)> = serde_urlencoded::from_bytes(body).map_err(|_| {
+        render_message(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Request refused",
+            "The form could not be read.",
+            "VALIDATION_ERROR",
+        )
+    })?;
+    let fields = Fields(fields);
+    let ctx = posted(state, headers, fields.get("csrf")).await?;
+    Ok((ctx, fields))
+}
+
+/// The person's workspaces, or none when the lookup fails (pages still render).
+pub async fn workspaces(state: &AppState, ctx: &Ctx) -> Vec<WorkspaceView> {
+    state
+        .service
+        .list_workspaces(&ctx.principal)
+        .await
+        .unwrap_or_default()
+}
+
+async fn index() -> Response {
+    see_other("/console/skills")
+}
+
+async fn script() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/javascript; charset=utf-8"),
+            (header::CACHE_CONTROL, "public, max-age=3600"),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        ],
+        SCRIPT,
+    )
+        .into_response()
+}
+
+/// Every console route.
+pub fn routes() -> Router<AppState> {
+    let forms = Router::new()
+        .route("/console", get(index))
+        .route("/console/", get(index))
+        .route("/console/skills", get(skills::list))
+        .route("/console/skill", get(skills::show))
+        .route("/console/skill/lifecycle", post(skills::lifecycle))
+        .route("/console/skill/archive", post(skills::archive))
+        .route("/console/skill/export", get(skills::export))
+        .route("/console/skill/diff", get(diff::page))
+        .route("/console/skills/new", get(editor::new_skill))
+        .route("/console/skill/edit", get(editor::edit))
+        .route("/console/import", get(import::page))
+        .route("/console/memories", get(memories::page))
+        .route("/console/memories/forget", post(memories::forget))
+        .route("/console/memories/restore", post(memories::restore))
+        .route("/console/keys", get(keys::page))
+        .route("/console/keys/create", post(keys::create))
+        .route("/console/keys/revoke", post(keys::revoke))
+        .route("/console/grants", get(keys::grants))
+        .route("/console/grants/revoke", post(keys::revoke_grant))
+        .route("/console/members", get(members::page))
+        .route("/console/members/action", post(members::action))
+        .route("/console/account", get(account::page))
+        .route("/console/account/password", post(account::password))
+        .route("/console/account/export", get(account::export))
+        .route("/console/account/delete", post(account::delete))
+        .route("/console/connect", get(connect::page))
+        .route("/assets/console.js", get(script))
+        .layer(DefaultBodyLimit::max(super::FORM_LIMIT_BYTES));
+    let uploads = Router::new()
+        .route("/console/skills/save", post(editor::save))
+        .route("/console/import", post(import::submit))
+        .route("/console/preview", post(editor::preview))
+        .layer(DefaultBodyLimit::max(UPLOAD_LIMIT_BYTES));
+    forms.merge(uploads)
+}

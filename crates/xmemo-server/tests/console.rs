@@ -1,0 +1,382 @@
+//! The Memory Console's handlers over real HTTP (docs/console.md): a signed-out visitor gets
+//! the sign-in page, every state-changing form is refused without the session's form token or
+//! from another origin, a viewer gets no write buttons and the server refuses their POSTs
+//! anyway, skill Markdown renders sanitised under a strict CSP, and the pages show what the
+//! service knows (review banner, badges, API key last use). The browser flows themselves are
+//! in tests/console (headless Chromium).
+
+mod common;
+
+use common::TestServer;
+use common::browser::Browser;
+use serde_json::json;
+
+fn admin_password(s: &TestServer) -> String {
+    std::fs::read_to_string(s.data_dir.join("admin.password"))
+        .expect("admin.password")
+        .trim()
+        .to_string()
+}
+
+async fn signed_in_admin(s: &TestServer) -> Browser {
+    let mut b = Browser::new(&s.url);
+    let page = b.sign_in("admin", &admin_password(s), "/console").await;
+    assert_eq!(page.status, 303, "{}", page.body);
+    assert_eq!(page.location(), "/console");
+    b
+}
+
+/// A signed-in browser for a new account `handle` with a key (returned too).
+async fn person(s: &TestServer, handle: &str) -> (Browser, String) {
+    let key = s.account(handle, &["memory:read", "memory:write"]).await;
+    let who = s.service.operator_for(handle).await.unwrap();
+    s.service
+        .set_password(&who, &who.account, "a long enough password")
+        .await
+        .unwrap();
+    let mut b = Browser::new(&s.url);
+    assert_eq!(
+        b.sign_in(handle, "a long enough password", "/console")
+            .await
+            .status,
+        303
+    );
+    (b, key)
+}
+
+/// The form token a console page carries (every page has the sign-out form).
+async fn token(b: &mut Browser) -> String {
+    b.get("/console/skills")
+        .await
+        .field("csrf")
+        .expect("a form token on the page")
+}
+
+async fn status_of(s: &TestServer, key: &str, slug: &str, ws: &str) -> String {
+    let r = s
+        .get(
+            &format!("/api/v1/skills/{slug}/revisions?workspace={ws}"),
+            key,
+        )
+        .await;
+    r.expect_ok()["revisions"][0]["status"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[tokio::test]
+async fn signed_out_visitors_get_the_sign_in_page_and_come_back() {
+    let s = TestServer::start().await;
+    let mut b = Browser::new(&s.url);
+    for path in [
+        "/console/skills",
+        "/console/skill?ws=personal&slug=x",
+        "/console/skills/new",
+        "/console/skill/diff?ws=personal&slug=x",
+        "/console/memories",
+        "/console/keys",
+        "/console/grants",
+        "/console/members",
+        "/console/account",
+        "/console/account/export",
+        "/console/connect",
+        "/console/import",
+    ] {
+        let page = b.get(path).await;
+        assert_eq!(page.status, 303, "{path}");
+        let to = page.location();
+        assert!(to.starts_with("/login?next="), "{path} → {to}");
+        assert_eq!(
+            to,
+            format!("/login?next={}", common::browser::urlencode(path)),
+            "the way back is kept"
+        );
+    }
+    // A signed-out POST changes nothing and leads to the sign-in page.
+    let page = b
+        .post_form("/console/keys/create", &[("name", "sneaky"), ("csrf", "x")])
+        .await;
+    assert_eq!(page.status, 303);
+    assert!(page.location().starts_with("/login"));
+    let keys = s.get("/api/v1/keys", &s.admin_key).await;
+    assert!(!keys.body.to_string().contains("sneaky"));
+
+    // Signing in with that `next` lands on the page asked for.
+    let form = b.get("/login?next=%2Fconsole%2Fkeys").await;
+    let csrf = form.field("csrf").unwrap();
+    let page = b
+        .post_form(
+            "/login",
+            &[
+                ("handle", "admin"),
+                ("password", &admin_password(&s)),
+                ("next", "/console/keys"),
+                ("csrf", &csrf),
+            ],
+        )
+        .await;
+    assert_eq!(page.location(), "/console/keys");
+    assert_eq!(b.get("/console/keys").await.status, 200);
+}
+
+#[tokio::test]
+async fn forms_without_the_token_or_from_elsewhere_are_refused() {
+    let s = TestServer::start().await;
+    s.save(&s.admin_key, common::skill("deploy", "Ship it."))
+        .await
+        .expect_ok();
+    let revision = s
+        .get(
+            "/api/v1/skills/deploy/revisions?workspace=personal",
+            &s.admin_key,
+        )
+        .await
+        .expect_ok()["revisions"][0]["revision_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut b = signed_in_admin(&s).await;
+    let csrf = token(&mut b).await;
+    let fields = |csrf: &str| {
+        vec![
+            ("ws", "personal".to_string()),
+            ("slug", "deploy".to_string()),
+            ("revision_id", revision.clone()),
+            ("action", "publish".to_string()),
+            ("csrf", csrf.to_string()),
+        ]
+    };
+    async fn send(b: &mut Browser, fields: &[(&str, String)]) -> common::browser::Page {
+        let pairs: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        b.post_form("/console/skill/lifecycle", &pairs).await
+    }
+
+    let missing = send(&mut b, &fields("")).await;
+    assert_eq!(missing.status, 403);
+    assert_eq!(missing.error_code().as_deref(), Some("PERMISSION_DENIED"));
+    let wrong = send(&mut b, &fields("not-the-token")).await;
+    assert_eq!(wrong.status, 403);
+
+    let mut other = Browser::new(&s.url);
+    other.cookies = b.cookies.clone();
+    other.origin = Some("http://evil.example".into());
+    assert_eq!(send(&mut other, &fields(&csrf)).await.status, 403);
+    other.origin = None;
+    other
+        .extra
+        .push(("sec-fetch-site".into(), "cross-site".into()));
+    assert_eq!(send(&mut other, &fields(&csrf)).await.status, 403);
+    assert_eq!(
+        status_of(&s, &s.admin_key, "deploy", "personal").await,
+        "draft"
+    );
+
+    // Another session's token does not fit this one.
+    let mut second = signed_in_admin(&s).await;
+    let theirs = token(&mut second).await;
+    assert_ne!(theirs, csrf);
+    assert_eq!(send(&mut b, &fields(&theirs)).await.status, 403);
+    assert_eq!(
+        status_of(&s, &s.admin_key, "deploy", "personal").await,
+        "draft"
+    );
+
+    // The real form goes through.
+    let ok = send(&mut b, &fields(&csrf)).await;
+    assert_eq!(ok.status, 303, "{}", ok.body);
+    assert!(
+        ok.location().contains("notice=published"),
+        "{}",
+        ok.location()
+    );
+    assert_eq!(
+        status_of(&s, &s.admin_key, "deploy", "personal").await,
+        "published"
+    );
+}
+
+#[tokio::test]
+async fn a_viewer_sees_no_write_buttons_and_is_refused_anyway() {
+    let s = TestServer::start().await;
+    s.post("/api/v1/workspaces", &s.admin_key, json!({"handle": "ops"}))
+        .await
+        .expect_ok();
+    let (mut viewer, viewer_key) = person(&s, "carol").await;
+    s.join("ops", &s.admin_key, "carol", &viewer_key, "viewer")
+        .await;
+    let mut body = common::skill("runbook", "Page the **owner**.");
+    body["workspace"] = json!("ops");
+    body["intent"] = json!("publish");
+    s.save(&s.admin_key, body).await.expect_ok();
+    let revision = s
+        .get(
+            "/api/v1/skills/runbook/revisions?workspace=ops",
+            &s.admin_key,
+        )
+        .await
+        .expect_ok()["revisions"][0]["revision_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    let page = viewer.get("/console/skill?ws=ops&slug=runbook").await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(page.body.contains("<strong>owner</strong>"));
+    for write in [
+        "/console/skill/lifecycle",
+        "/console/skill/archive",
+        "/console/skill/edit",
+    ] {
+        assert!(!page.body.contains(write), "a viewer sees no {write}");
+    }
+    // The admin (the team's owner) does see them.
+    let mut admin = signed_in_admin(&s).await;
+    let owner_page = admin.get("/console/skill?ws=ops&slug=runbook").await;
+    assert!(owner_page.body.contains("/console/skill/archive"));
+    assert!(owner_page.body.contains("/console/skill/lifecycle"));
+
+    let csrf = token(&mut viewer).await;
+    let refused = viewer
+        .post_form(
+            "/console/skill/lifecycle",
+            &[
+                ("ws", "ops"),
+                ("slug", "runbook"),
+                ("revision_id", &revision),
+                ("action", "approve"),
+                ("csrf", &csrf),
+            ],
+        )
+        .await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    assert_eq!(refused.error_code().as_deref(), Some("PERMISSION_DENIED"));
+    let archive = viewer
+        .post_form(
+            "/console/skill/archive",
+            &[
+                ("ws", "ops"),
+                ("slug", "runbook"),
+                ("archived", "1"),
+                ("csrf", &csrf),
+            ],
+        )
+        .await;
+    assert_eq!(archive.status, 403);
+    assert_eq!(
+        status_of(&s, &s.admin_key, "runbook", "ops").await,
+        "proposed",
+        "the viewer's approve changed nothing"
+    );
+}
+
+#[tokio::test]
+async fn skill_markdown_is_sanitised_under_a_strict_policy() {
+    let s = TestServer::start().await;
+    let hostile = "# Title\n\n<script>alert(1)</script>\n\n[x](javascript:alert(2))\n\n\
+                   <img src=x onerror=\"alert(3)\">\n\n<div onclick=\"alert(4)\" style=\"x\">raw</div>\n\n\
+                   <iframe src=\"https://evil.example\"></iframe>\n";
+    let mut body = common::skill("hostile", hostile);
+    body["intent"] = json!("publish");
+    s.save(&s.admin_key, body).await.expect_ok();
+    let mut b = signed_in_admin(&s).await;
+    let page = b.get("/console/skill?ws=personal&slug=hostile").await;
+    assert_eq!(page.status, 200);
+    let csp = page.headers["content-security-policy"].to_str().unwrap();
+    assert!(csp.contains("default-src 'none'"), "{csp}");
+    assert!(csp.contains("script-src 'self'"), "{csp}");
+    assert!(!csp.contains("unsafe"), "{csp}");
+    assert_eq!(page.headers["x-frame-options"], "DENY");
+    let article = page
+        .body
+        .split("data-testid=\"rendered\">")
+        .nth(1)
+        .and_then(|rest| rest.split("</article>").next())
+        .expect("the rendered body");
+    let lower = article.to_ascii_lowercase();
+    for bad in [
+        "<script",
+        "javascript:",
+        "onerror",
+        "onclick",
+        "<iframe",
+        "style=",
+    ] {
+        assert!(!lower.contains(bad), "{bad} in {article}");
+    }
+    assert!(article.contains("<h1>Title</h1>"));
+    assert!(article.contains("raw"));
+    // The page's only script is the console's own file.
+    assert_eq!(page.body.matches("<script").count(), 1);
+    assert!(
+        page.body
+            .contains("<script src=\"/assets/console.js\" defer></script>")
+    );
+
+    // The live preview answers the same sanitised HTML, only to a form with the token.
+    let csrf = token(&mut b).await;
+    let preview = b
+        .post_form("/console/preview", &[("body", hostile), ("csrf", &csrf)])
+        .await;
+    assert_eq!(preview.status, 200);
+    assert!(!preview.body.to_ascii_lowercase().contains("<script"));
+    assert!(!preview.body.contains("onerror"));
+    let refused = b.post_form("/console/preview", &[("body", hostile)]).await;
+    assert_eq!(refused.status, 403);
+}
+
+#[tokio::test]
+async fn the_pages_show_reviews_badges_and_key_use() {
+    let s = TestServer::start().await;
+    s.post("/api/v1/workspaces", &s.admin_key, json!({"handle": "ops"}))
+        .await
+        .expect_ok();
+    let bob_key = s.account("bob", &["memory:read", "memory:write"]).await;
+    s.join("ops", &s.admin_key, "bob", &bob_key, "member").await;
+    let mut body = common::skill("runbook", "Page the owner.");
+    body["workspace"] = json!("ops");
+    body["intent"] = json!("publish");
+    let saved = s.save(&bob_key, body).await;
+    assert!(
+        saved.expect_ok().to_string().contains("\"proposed\""),
+        "{}",
+        saved.body
+    );
+
+    let mut admin = signed_in_admin(&s).await;
+    let list = admin.get("/console/skills").await;
+    assert_eq!(list.status, 200);
+    assert!(
+        list.body.contains("data-testid=\"review-banner\""),
+        "{}",
+        list.body
+    );
+    assert!(list.body.contains("proposed by bob"));
+    assert!(list.body.contains("class=\"badge proposed\""));
+
+    // Bob is a member: no banner for him (he cannot approve).
+    let who = s.service.operator_for("bob").await.unwrap();
+    s.service
+        .set_password(&who, &who.account, "a long enough password")
+        .await
+        .unwrap();
+    let mut bob = Browser::new(&s.url);
+    bob.sign_in("bob", "a long enough password", "/console")
+        .await;
+    let his = bob.get("/console/skills").await;
+    assert!(!his.body.contains("data-testid=\"review-banner\""));
+
+    // The admin key was used by the calls above: the keys page says when.
+    let keys = admin.get("/console/keys").await;
+    assert_eq!(keys.status, 200);
+    let row = keys
+        .body
+        .split("data-testid=\"last-used\">")
+        .nth(1)
+        .and_then(|r| r.split('<').next())
+        .unwrap_or_default();
+    assert!(
+        row.starts_with("20") && row.ends_with("UTC"),
+        "last use: {row:?}"
+    );
+}

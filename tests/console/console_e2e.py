@@ -1,0 +1,445 @@
+"""End-to-end tests of the Memory Console in headless Chromium (run by tests/console/run.sh).
+
+Each check prints `ok` or `FAIL` with its reason; the last line is `N passed, M failed`.
+Checks build on each other in order (the flows of docs/console.md "Tested flows").
+"""
+
+import io
+import json
+import os
+import subprocess
+import sys
+import traceback
+import zipfile
+
+from playwright.sync_api import expect, sync_playwright
+
+URL = os.environ["XMEMO_URL"]
+BIN = os.environ["XMEMO_BIN"]
+ADMIN_PASSWORD = os.environ["XMEMO_ADMIN_PASSWORD"]
+SHOTS = os.environ["XMEMO_CONSOLE_SHOTS"]
+WORK = os.environ["XMEMO_WORK"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--no-first-run",
+]
+
+passed = 0
+failed = 0
+state = {}
+
+
+def check(name, fn):
+    global passed, failed
+    try:
+        fn()
+        passed += 1
+        print(f"ok   {name}", flush=True)
+    except Exception as e:  # noqa: BLE001 - report every failure and go on
+        failed += 1
+        print(f"FAIL {name}: {e}", flush=True)
+        traceback.print_exc(limit=3)
+
+
+def shot(page, name):
+    page.screenshot(path=os.path.join(SHOTS, f"{name}.png"), full_page=True)
+
+
+def sign_in(page, handle, password, next_path="/console/skills"):
+    page.goto(f"{URL}{next_path}")
+    # A signed-out visitor lands on the sign-in page, which brings them back.
+    assert "/login" in page.url, page.url
+    page.get_by_label("Account").fill(handle)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(lambda u: u.startswith(f"{URL}{next_path}"))
+
+
+def form_token(page):
+    return page.locator("form[action='/logout'] input[name=csrf]").get_attribute("value")
+
+
+def cli(*args, key):
+    env = dict(os.environ, XMEMO_URL=URL, XMEMO_KEY=key)
+    out = subprocess.run([BIN, *args], env=env, capture_output=True, text=True, timeout=60)
+    if out.returncode != 0:
+        raise AssertionError(f"xmemo {' '.join(args)} exited {out.returncode}: {out.stderr}")
+    return out.stdout
+
+
+def new_skill(page, ws, slug, name, description, body, component=None, intent="Save and publish"):
+    page.goto(f"{URL}/console/skills/new")
+    page.get_by_label("Workspace").select_option(ws)
+    page.get_by_label("Slug").fill(slug)
+    page.get_by_label("Name").fill(name)
+    page.get_by_label("Description").fill(description)
+    page.get_by_label("Instructions (Markdown)").fill(body)
+    if component:
+        path, kind, content = component
+        page.fill("#c0_path", path)
+        page.select_option("#c0_type", kind)
+        page.fill("#c0_content", content)
+    page.get_by_role("button", name=intent).click()
+    page.wait_for_url(lambda u: u.startswith(f"{URL}/console/skill?"))
+
+
+def main():
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=CHROMIUM_ARGS)
+        admin_ctx = browser.new_context(accept_downloads=True, viewport={"width": 1280, "height": 900})
+        admin = admin_ctx.new_page()
+        dialogs = []
+        admin.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+
+        def signed_out_redirect():
+            r = admin.goto(f"{URL}/console/keys")
+            assert "/login?next=%2Fconsole%2Fkeys" in admin.url, admin.url
+            assert r.status == 200
+            shot(admin, "01-login")
+
+        check("a signed-out visitor gets the sign-in page, with the way back", signed_out_redirect)
+        check("sign in", lambda: sign_in(admin, "admin", ADMIN_PASSWORD))
+
+        def create_and_publish():
+            new_skill(
+                admin,
+                "personal",
+                "deploy-app",
+                "Deploy the app",
+                "Steps to ship a release safely",
+                "# Deploy\n\nRun the **staging** checks first, then ship to production.\n",
+                component=("scripts/check.py", "script", "import json, sys\nprint(json.dumps({'ok': True}))\n"),
+            )
+            expect(admin.get_by_test_id("shown-status")).to_have_text("published")
+            expect(admin.get_by_test_id("resources")).to_contain_text("scripts/check.py")
+            expect(admin.get_by_test_id("resources")).to_contain_text("script")
+            expect(admin.get_by_test_id("rendered").locator("strong")).to_have_text("staging")
+            shot(admin, "03-skill")
+
+        check("create a skill with a script component and publish it", create_and_publish)
+
+        def edit_into_revision_2():
+            admin.get_by_test_id("edit").click()
+            admin.wait_for_url(lambda u: u.startswith(f"{URL}/console/skill/edit?"))
+            body = admin.get_by_label("Instructions (Markdown)")
+            body.fill("# Deploy\n\nRun the **canary** checks first, then ship to production carefully.\n")
+            # The live preview follows (rendered by the server, through the console script).
+            expect(admin.locator("#preview strong")).to_have_text("canary")
+            admin.get_by_role("button", name="Add another component").click()
+            admin.fill("#c2_path", "assets/logo.bin")
+            admin.select_option("#c2_type", "artifact")
+            admin.set_input_files(
+                "#c2_file",
+                files=[{"name": "logo.bin", "mimeType": "application/octet-stream", "buffer": bytes(range(256))}],
+            )
+            shot(admin, "04-editor")
+            admin.get_by_role("button", name="Save and publish").click()
+            admin.wait_for_url(lambda u: u.startswith(f"{URL}/console/skill?"))
+            expect(admin.locator("dl.facts")).to_contain_text("revision 2")
+            expect(admin.get_by_test_id("shown-status")).to_have_text("published")
+            expect(admin.locator("tr[data-revision='1']")).to_contain_text("deprecated")
+            expect(admin.get_by_test_id("resources")).to_contain_text("assets/logo.bin")
+
+        check("edit it into revision 2", edit_into_revision_2)
+
+        def diff_highlights_words():
+            admin.get_by_test_id("diff").click()
+            admin.wait_for_url(lambda u: u.startswith(f"{URL}/console/skill/diff?"))
+            body = admin.get_by_test_id("body-diff")
+            ins = " ".join(body.locator("ins").all_inner_texts())
+            dels = " ".join(body.locator("del").all_inner_texts())
+            assert "canary" in ins and "carefully" in ins, ins
+            assert "staging" in dels, dels
+            assert "checks" not in ins + dels and "ship" not in ins + dels, "unchanged words are not highlighted"
+            comp = admin.locator("section.component-diff[data-path='assets/logo.bin']")
+            expect(comp).to_contain_text("added")
+            expect(comp).to_contain_text("sha256 40aff2e9d2d8922e47afd4648e6967497158785fbd1da870e7110266bf944880")
+            shot(admin, "05-diff")
+
+        check("the diff highlights the changed words (and a binary by hash)", diff_highlights_words)
+
+        def concurrent_save_conflicts_and_keeps_text():
+            edit_url = f"{URL}/console/skill/edit?ws=personal&slug=deploy-app"
+            other = admin_ctx.new_page()
+            admin.goto(edit_url)
+            other.goto(edit_url)
+            other.get_by_label("Instructions (Markdown)").fill("# Deploy\n\nSomeone else's revision.\n")
+            other.get_by_role("button", name="Save draft").click()
+            other.wait_for_url(lambda u: u.startswith(f"{URL}/console/skill?"))
+            other.close()
+            mine = "# Deploy\n\nMy careful text that must not be lost.\n"
+            admin.get_by_label("Instructions (Markdown)").fill(mine)
+            admin.get_by_role("button", name="Save draft").click()
+            alert = admin.locator("p.error.banner[data-error-code=CONFLICT]")
+            expect(alert).to_contain_text("while you were editing")
+            assert admin.get_by_label("Instructions (Markdown)").input_value() == mine
+            shot(admin, "06-conflict")
+            admin.get_by_label("I have looked at it: save over it").check()
+            admin.get_by_role("button", name="Save draft").click()
+            admin.wait_for_url(lambda u: u.startswith(f"{URL}/console/skill?"))
+            expect(admin.locator("tr[data-revision='4']")).to_contain_text("draft")
+
+        check("a concurrent save gives a clear conflict and loses nothing typed", concurrent_save_conflicts_and_keeps_text)
+
+        def team_setup():
+            admin.goto(f"{URL}/console/members")
+            admin.get_by_label("Handle").fill("ops")
+            admin.get_by_label("Name", exact=True).fill("Operations")
+            admin.get_by_role("button", name="Create team").click()
+            admin.wait_for_url(lambda u: u.startswith(f"{URL}/console/members?ws=ops"))
+            for who, role in [("bob", "member"), ("carol", "viewer")]:
+                admin.get_by_label("Account handle").fill(who)
+                admin.get_by_label("Role", exact=True).select_option(role)
+                admin.get_by_role("button", name="Invite").click()
+                admin.wait_for_url(lambda u: u.startswith(f"{URL}/console/members?") and "notice=invited" in u)
+            expect(admin.get_by_test_id("pending-invitations")).to_contain_text("bob")
+            expect(admin.get_by_test_id("pending-invitations")).to_contain_text("carol")
+            shot(admin, "09-members")
+
+        check("a team with a member and a viewer invited", team_setup)
+
+        bob_ctx = browser.new_context()
+        bob = bob_ctx.new_page()
+
+        def member_accepts_and_proposes():
+            sign_in(bob, "bob", "bob-password-1", "/console/members")
+            bob.get_by_role("button", name="Accept").click()
+            bob.wait_for_url(lambda u: u.startswith(f"{URL}/console/members?") and "notice=accepted" in u)
+            new_skill(bob, "ops", "team-runbook", "Team runbook", "What the on-call does first", "Page the **owner**.\n")
+            expect(bob.get_by_test_id("shown-status")).to_have_text("proposed")
+            # A member has no approve button.
+            assert bob.locator("button[value=approve]").count() == 0
+
+        check("a member accepts and proposes a skill", member_accepts_and_proposes)
+
+        def admin_sees_banner_and_approves():
+            admin.goto(f"{URL}/console/skills")
+            banner = admin.get_by_test_id("review-banner")
+            expect(banner).to_contain_text("Team runbook")
+            expect(banner).to_contain_text("bob")
+            shot(admin, "02-skills-with-review-banner")
+            banner.get_by_role("link", name="Team runbook").click()
+            admin.wait_for_url(lambda u: u.startswith(f"{URL}/console/skill?"))
+            admin.locator("tr[data-revision='1'] button[value=approve]").click()
+            admin.wait_for_url(lambda u: u.startswith(f"{URL}/console/skill?") and "notice=approved" in u)
+            expect(admin.locator("tr[data-revision='1']")).to_contain_text("published")
+
+        check("the review banner shows the proposal to an admin, who approves it", admin_sees_banner_and_approves)
+
+        def second_proposal_changes_published():
+            bob.goto(f"{URL}/console/skill/edit?ws=ops&slug=team-runbook")
+            bob.get_by_label("Instructions (Markdown)").fill("Page the **owner**, then the backup.\n")
+            bob.get_by_role("button", name="Save and publish").click()
+            bob.wait_for_url(lambda u: u.startswith(f"{URL}/console/skill?"))
+            admin.goto(f"{URL}/console/skills")
+            admin.get_by_test_id("review-banner").get_by_role("link", name="Team runbook").click()
+            admin.locator("tr[data-revision='2'] button[value=approve]").click()
+            admin.wait_for_url(lambda u: u.startswith(f"{URL}/console/skill?") and "notice=approved" in u)
+            admin.goto(f"{URL}/console/skill?ws=ops&slug=team-runbook")
+            expect(admin.locator("dl.facts")).to_contain_text("revision 2")
+            expect(admin.get_by_test_id("shown-status")).to_have_text("published")
+            expect(admin.locator("tr[data-revision='1']")).to_contain_text("deprecated")
+            admin.goto(f"{URL}/console/skills")
+            assert admin.get_by_test_id("review-banner").count() == 0, "no proposal waits any more"
+
+        check("approving the next proposal changes the published revision", second_proposal_changes_published)
+
+        def api_key_works_with_the_cli():
+            admin.goto(f"{URL}/console/keys")
+            admin.get_by_label("Name").fill("laptop")
+            admin.get_by_role("button", name="Create key").click()
+            secret = admin.get_by_test_id("new-secret").input_value()
+            assert len(secret) > 20, secret
+            shot(admin, "07-keys-secret-once")
+            out = json.loads(cli("recall", "deploy-app", "--json", key=secret))
+            text = json.dumps(out)
+            assert "deploy-app" in text and "canary" in text, text[:400]
+            state["key"] = secret
+            admin.goto(f"{URL}/console/keys")
+            assert admin.get_by_test_id("new-secret").count() == 0, "the secret is shown once only"
+            row = admin.locator("tr", has_text="laptop")
+            last = row.get_by_test_id("last-used").inner_text()
+            assert last != "never" and last.startswith("20"), last
+
+        check("create an API key, use the shown secret with the CLI, see its last use", api_key_works_with_the_cli)
+
+        def forget_and_restore_memory():
+            cli("remember", "Prefers tabs over spaces", "--kind", "preference", "--title", "Indentation", key=state["key"])
+            admin.goto(f"{URL}/console/memories")
+            card = admin.locator("li.memory", has_text="Indentation")
+            expect(card).to_contain_text("Prefers tabs over spaces")
+            card.get_by_label("Reason for forgetting").fill("no longer true")
+            card.get_by_role("button", name="Forget").click()
+            admin.wait_for_url(lambda u: u.startswith(f"{URL}/console/memories?") and "notice=forgotten" in u)
+            assert admin.locator("li.memory", has_text="Indentation").count() == 0
+            admin.get_by_label("Include forgotten").check()
+            admin.get_by_role("button", name="Show").click()
+            card = admin.locator("li.memory", has_text="Indentation")
+            expect(card).to_contain_text("forgotten")
+            shot(admin, "08-memories")
+            card.get_by_role("button", name="Restore").click()
+            admin.wait_for_url(lambda u: u.startswith(f"{URL}/console/memories?") and "notice=memory-restored" in u)
+            card = admin.locator("li.memory", has_text="Indentation")
+            expect(card).to_be_visible()
+            assert card.locator(".badge.archived").count() == 0
+
+        check("forget and restore a memory", forget_and_restore_memory)
+
+        def export_account():
+            admin.goto(f"{URL}/console/account")
+            shot(admin, "10-account")
+            with admin.expect_download() as info:
+                admin.get_by_test_id("export-account").click()
+            path = os.path.join(WORK, "export.zip")
+            info.value.save_as(path)
+            with zipfile.ZipFile(path) as z:
+                names = z.namelist()
+                assert z.testzip() is None
+            assert any("deploy-app" in n for n in names), names[:20]
+            assert any("memor" in n for n in names), names[:20]
+
+        check("export the account (a ZIP that opens)", export_account)
+
+        def capsule_download():
+            admin.goto(f"{URL}/console/skill?ws=personal&slug=deploy-app")
+            with admin.expect_download() as info:
+                admin.get_by_test_id("export").click()
+            data = open(info.value.path(), "rb").read()
+            names = zipfile.ZipFile(io.BytesIO(data)).namelist()
+            assert "deploy-app/SKILL.md" in names and "deploy-app/capsule.json" in names, names
+
+        check("download a Source Capsule", capsule_download)
+
+        carol_ctx = browser.new_context()
+        carol = carol_ctx.new_page()
+
+        def viewer_sees_no_write_buttons():
+            sign_in(carol, "carol", "carol-password-1", "/console/members")
+            carol.get_by_role("button", name="Accept").click()
+            carol.wait_for_url(lambda u: u.startswith(f"{URL}/console/members?") and "notice=accepted" in u)
+            carol.goto(f"{URL}/console/skill?ws=ops&slug=team-runbook")
+            expect(carol.get_by_test_id("rendered")).to_contain_text("backup")
+            assert carol.get_by_test_id("edit").count() == 0
+            assert carol.locator("form[action='/console/skill/lifecycle']").count() == 0
+            assert carol.locator("form[action='/console/skill/archive']").count() == 0
+            shot(carol, "11-viewer-skill")
+
+        check("a viewer sees no write buttons", viewer_sees_no_write_buttons)
+
+        def forged_posts_are_refused():
+            carol.goto(f"{URL}/console/skill?ws=ops&slug=team-runbook")
+            token = form_token(carol)
+            rev = carol.get_by_test_id("revision-id").inner_text()
+            target = f"{URL}/console/skill/lifecycle"
+            fields = {"ws": "ops", "slug": "team-runbook", "revision_id": rev, "action": "deprecate"}
+            no_token = carol.request.post(target, form=fields, max_redirects=0)
+            assert no_token.status == 403, no_token.status
+            wrong_origin = carol.request.post(
+                target, form={**fields, "csrf": token}, headers={"Origin": "http://evil.example"}, max_redirects=0
+            )
+            assert wrong_origin.status == 403, wrong_origin.status
+            cross_site = carol.request.post(
+                target, form={**fields, "csrf": token}, headers={"Sec-Fetch-Site": "cross-site"}, max_redirects=0
+            )
+            assert cross_site.status == 403, cross_site.status
+            # With a valid token the server still refuses what a viewer's role disallows.
+            as_viewer = carol.request.post(target, form={**fields, "csrf": token}, max_redirects=0)
+            assert as_viewer.status == 403, as_viewer.status
+            assert "PERMISSION_DENIED" in as_viewer.text()
+            admin.goto(f"{URL}/console/skill?ws=ops&slug=team-runbook")
+            expect(admin.get_by_test_id("shown-status")).to_have_text("published")
+
+        check("forged POSTs (no token, wrong origin, cross-site, viewer) are refused", forged_posts_are_refused)
+
+        def hostile_markdown_is_inert():
+            hostile = (
+                "# Hostile\n\n<script>window.__pwned = 1; alert('script')</script>\n\n"
+                "[click me](javascript:window.__pwned=2)\n\n"
+                '<img src="x" onerror="window.__pwned=3; alert(\'img\')">\n\n'
+                '<div onclick="window.__pwned=4" style="color:red">raw <b>html</b></div>\n\n'
+                '<iframe src="javascript:alert(5)"></iframe>\n\n'
+                '<a href="javascript:alert(6)" onmouseover="window.__pwned=6">hover</a>\n'
+            )
+            # The live preview renders it inert too.
+            admin.goto(f"{URL}/console/skills/new")
+            admin.get_by_label("Instructions (Markdown)").fill(hostile)
+            expect(admin.locator("#preview h1")).to_have_text("Hostile")
+            new_skill(admin, "personal", "hostile", "Hostile", "Tries to run script", hostile)
+            response = admin.reload()
+            csp = response.headers.get("content-security-policy", "")
+            assert "script-src 'self'" in csp and "default-src 'none'" in csp, csp
+            rendered = admin.get_by_test_id("rendered")
+            rendered.locator("text=hover").hover()
+            rendered.locator("text=raw").click()
+            rendered.locator("text=click me").click()
+            admin.wait_for_timeout(300)
+            assert admin.evaluate("typeof window.__pwned") == "undefined", "a script ran"
+            assert dialogs == [], dialogs
+            bad = admin.evaluate(
+                """() => {
+                  const root = document.querySelector('[data-testid=rendered]');
+                  const all = [...root.querySelectorAll('*')];
+                  return {
+                    scripts: root.querySelectorAll('script, iframe').length,
+                    handlers: all.filter(e => [...e.attributes].some(a => a.name.startsWith('on'))).length,
+                    js: all.filter(e => /javascript:/i.test(e.getAttribute('href') || e.getAttribute('src') || '')).length,
+                    styles: all.filter(e => e.hasAttribute('style')).length,
+                  };
+                }"""
+            )
+            assert bad == {"scripts": 0, "handlers": 0, "js": 0, "styles": 0}, bad
+            expect(rendered.locator("b")).to_have_text("html")
+            shot(admin, "12-hostile-skill-inert")
+
+        check("a hostile skill body renders inert under a strict CSP", hostile_markdown_is_inert)
+
+        def other_pages_render():
+            for path, name in [("/console/connect", "13-connect"), ("/console/grants", "14-grants"), ("/console/import", "15-import")]:
+                r = admin.goto(f"{URL}{path}")
+                assert r.status == 200, (path, r.status)
+                assert "script-src 'self'" in r.headers.get("content-security-policy", "")
+                shot(admin, name)
+            admin.goto(f"{URL}/console/connect")
+            expect(admin.get_by_test_id("readiness-claude-code")).to_have_text("OAuth ready")
+            expect(admin.get_by_test_id("readiness-chatgpt")).to_have_text("needs an https public URL")
+            expect(admin.get_by_test_id("readiness-headless")).to_have_text("key only")
+
+        check("connect, grants and import pages render with readiness badges", other_pages_render)
+
+        def mobile_layout():
+            phone = browser.new_context(viewport={"width": 390, "height": 844}, storage_state=admin_ctx.storage_state())
+            page = phone.new_page()
+            page.goto(f"{URL}/console/skills")
+            width = page.evaluate("document.documentElement.scrollWidth")
+            assert width <= 400, f"the skill list overflows a phone screen ({width}px)"
+            shot(page, "16-skills-phone")
+            page.goto(f"{URL}/console/skill?ws=personal&slug=deploy-app")
+            shot(page, "17-skill-phone")
+            phone.close()
+
+        check("the skill list fits a phone screen", mobile_layout)
+
+        def keyboard_navigation():
+            admin.goto(f"{URL}/console/skills")
+            admin.keyboard.press("Tab")
+            focused = admin.evaluate("document.activeElement.textContent")
+            assert "Skip to content" in focused, focused
+            unlabelled = admin.evaluate(
+                """() => [...document.querySelectorAll('input:not([type=hidden]), select, textarea')]
+                     .filter(e => !(e.labels && e.labels.length) && !e.getAttribute('aria-label')
+                                  && !e.hidden).map(e => e.name)"""
+            )
+            assert unlabelled == [], unlabelled
+
+        check("keyboard: a skip link first; every control labelled", keyboard_navigation)
+
+        browser.close()
+    print(f"{passed} passed, {failed} failed")
+    return 0 if failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
