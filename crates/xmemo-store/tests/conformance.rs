@@ -4761,3 +4761,101 @@ mod signin_snapshot_cases {
         assert_eq!(back, snap);
     }
 }
+
+/// The SQLite query plan's ranking, where PostgreSQL's ts_rank has no equivalent to compare.
+mod sqlite_only {
+    use super::*;
+    use xmemo_core::MemoryKind;
+
+    /// A word a memory does not hold adds nothing to its score, whichever plan ranks the
+    /// query. With one rare word (it selects the rows) and one of middle frequency (it only
+    /// boosts them), FTS5 once weighed the rare word twice: the memories holding only the rare
+    /// word scored double, and outranked the one holding both.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_boost_word_adds_only_to_the_memories_that_hold_it() {
+        let db = sqlite_db().await;
+        let store = db.store();
+        let alice = account(&store, "alice").await;
+        let ws = alice.personal_workspace_id.as_str();
+        let who = actor(&alice.account_id);
+        let filler = |n: usize| {
+            (0..n)
+                .map(|i| format!("filler{i}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let target = remember(
+            &store,
+            new_memory(
+                ws,
+                &who,
+                memory_content(
+                    MemoryKind::Fact,
+                    &format!("qzentity zattrword {}", filler(3)),
+                ),
+            ),
+        )
+        .await
+        .memory;
+        for i in 0..7 {
+            let content = format!("qzentity {} other{i}", filler(i % 3));
+            remember(
+                &store,
+                new_memory(ws, &who, memory_content(MemoryKind::Fact, &content)),
+            )
+            .await;
+        }
+        // More rows than the scored-rows budget hold the second word: it boosts, not selects.
+        let holders = xmemo_store::search::SCORED_ROWS_BUDGET as usize + 50;
+        for i in 0..holders {
+            let content = format!("zattrword {} holder{i}", filler(i % 6));
+            remember(
+                &store,
+                new_memory(ws, &who, memory_content(MemoryKind::Note, &content)),
+            )
+            .await;
+        }
+        // …and are a quarter of all rows, so the word still weighs (bm25's idf).
+        for i in 0..holders * 3 {
+            let content = format!("{} unrelated{i}", filler(i % 5));
+            remember(
+                &store,
+                new_memory(ws, &who, memory_content(MemoryKind::Note, &content)),
+            )
+            .await;
+        }
+        let scores = |text: &str| {
+            let store = store.clone();
+            let mut q = memory_query(&[ws]);
+            q.text = Some(text.to_string());
+            async move {
+                store
+                    .recall_memories(&q)
+                    .await
+                    .unwrap()
+                    .into_iter()
+                    .map(|h| (h.memory.memory_id, h.score))
+                    .collect::<std::collections::HashMap<_, _>>()
+            }
+        };
+        let one = scores("qzentity").await;
+        let both = scores("qzentity zattrword").await;
+        assert_eq!(one.len(), 8, "the rare word selects its 8 memories");
+        assert_eq!(both.len(), 8, "the boost word selects nothing more");
+        for (id, score) in &one {
+            if *id == target.memory_id {
+                assert!(
+                    both[id] > score + 0.1,
+                    "the memory holding both words gains: {} vs {score}",
+                    both[id]
+                );
+            } else {
+                assert!(
+                    (both[id] - score).abs() < 1e-4,
+                    "a memory without the boost word keeps its score: {} vs {score}",
+                    both[id]
+                );
+            }
+        }
+    }
+}

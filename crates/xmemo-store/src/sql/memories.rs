@@ -353,12 +353,17 @@ pub async fn recall_memories<D: Dialect>(
     } else {
         "CAST(0 AS DOUBLE PRECISION)"
     };
+    // With hits, they drive the join: CROSS JOIN fixes that order on SQLite, whose planner
+    // (3.51) otherwise walks every memory of the workspace and probes the hits (11–23 ms
+    // instead of 0.5 ms at 10k memories).
+    let from = if matched.is_some() {
+        "hits h CROSS JOIN memories m LEFT JOIN accounts a ON a.account_id = m.account_id"
+    } else {
+        MEMORY_FROM
+    };
     sql.push_str(&format!(
-        "SELECT {MEMORY_COLUMNS}, {relevance} AS relevance FROM {MEMORY_FROM}"
+        "SELECT {MEMORY_COLUMNS}, {relevance} AS relevance FROM {from}"
     ));
-    if matched.is_some() {
-        sql.push_str(&format!(" JOIN hits h ON {}", D::MEMORY_HIT_JOIN));
-    }
     // Appends a value and returns its placeholder.
     fn param(args: &mut Vec<Arg<'static>>, value: Arg<'static>) -> String {
         args.push(value);
@@ -371,6 +376,9 @@ pub async fn recall_memories<D: Dialect>(
         .map(|w| param(&mut args, text(w)))
         .collect();
     sql.push_str(&format!(" WHERE m.workspace_id IN ({})", ws.join(",")));
+    if matched.is_some() {
+        sql.push_str(&format!(" AND {}", D::MEMORY_HIT_JOIN));
+    }
     if !q.include_forgotten {
         sql.push_str(" AND m.status = 'active'");
     }

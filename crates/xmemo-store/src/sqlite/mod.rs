@@ -64,9 +64,11 @@ impl Dialect for Sqlite {
     fn memory_match(plan: &Plan, workspace_ids: &[String]) -> Option<(String, Vec<String>)> {
         match plan {
             Plan::Ranked { select, boost } => Some((
-                "hits AS MATERIALIZED (SELECT rowid AS hit_key, -bm25(memories_fts, 5.0, 1.0, 5.0) AS relevance
-                 FROM memories_fts WHERE memories_fts MATCH $1)"
-                    .to_string(),
+                format!(
+                    "hits AS MATERIALIZED (SELECT rowid AS hit_key, -bm25(memories_fts, 5.0, 1.0, 5.0) / {} AS relevance
+                 FROM memories_fts WHERE memories_fts MATCH $1)",
+                    crate::search::ranked_repeats(boost)
+                ),
                 vec![crate::search::fts_ranked(select, boost)?],
             )),
             Plan::Capped(terms) => {
@@ -106,10 +108,12 @@ impl Dialect for Sqlite {
         let candidates = i64::from(query.limit) * 4 + 8;
         let (ranked, expressions) = match plan {
             Plan::Ranked { select, boost } => (
-                "SELECT rowid AS key, bm25(skills_fts, 0.0, 0.0, 10.0, 5.0, 1.0) AS rank
+                format!(
+                    "SELECT rowid AS key, bm25(skills_fts, 0.0, 0.0, 10.0, 5.0, 1.0) / {} AS rank
                  FROM skills_fts WHERE skills_fts MATCH $1 AND workspace_id IN (@ws)
-                 ORDER BY rank LIMIT $2"
-                    .to_string(),
+                 ORDER BY rank LIMIT $2",
+                    crate::search::ranked_repeats(boost)
+                ),
                 vec![crate::search::fts_ranked(select, boost)?],
             ),
             Plan::Capped(terms) => {
