@@ -72,22 +72,20 @@ pub fn query_terms(query: &str) -> Vec<Term> {
 
 /// An FTS5 expression ORing the given terms, each quoted, prefixes starred.
 pub fn fts_terms(terms: &[Term]) -> Option<String> {
-    if terms.is_empty() {
-        return None;
-    }
-    Some(
-        terms
-            .iter()
-            .map(|t| {
-                if t.prefix {
-                    format!("\"{}\"*", t.word)
-                } else {
-                    format!("\"{}\"", t.word)
-                }
-            })
-            .collect::<Vec<_>>()
-            .join(" OR "),
-    )
+    fts_joined(terms.iter(), " OR ")
+}
+
+fn fts_joined<'t>(terms: impl Iterator<Item = &'t Term>, operator: &str) -> Option<String> {
+    let quoted: Vec<String> = terms
+        .map(|t| {
+            if t.prefix {
+                format!("\"{}\"*", t.word)
+            } else {
+                format!("\"{}\"", t.word)
+            }
+        })
+        .collect();
+    (!quoted.is_empty()).then(|| quoted.join(operator))
 }
 
 /// How many index rows one query may score, summed over the words it ranks by: the bound on
@@ -168,6 +166,15 @@ pub fn fts_ranked(select: &[Term], boost: &[Term]) -> Option<String> {
         None => s,
         Some(b) => format!("({s}) AND ({s} OR {b} OR {b})"),
     })
+}
+
+/// An FTS5 expression requiring every ranked word (`select` and `boost`), each once; `None`
+/// for fewer than two (then it is the ranked expression itself).
+pub fn fts_all(select: &[Term], boost: &[Term]) -> Option<String> {
+    if select.len() + boost.len() < 2 {
+        return None;
+    }
+    fts_joined(select.iter().chain(boost), " AND ")
 }
 
 /// How many times [`fts_ranked`] writes each word (as `f64` SQL text): bm25 over its
@@ -261,6 +268,11 @@ mod tests {
                 select: vec![t("new")],
                 boost: vec![]
             }
+        );
+        assert_eq!(fts_all(&[t("a")], &[]), None);
+        assert_eq!(
+            fts_all(&[t("a")], &[t("b"), t("c")]).as_deref(),
+            Some("\"a\" AND \"b\" AND \"c\"")
         );
         assert_eq!(
             fts_ranked(&[t("a")], &[t("b")]).as_deref(),

@@ -165,6 +165,7 @@ conformance!(
     database_enforces_one_published_revision,
     archive_leaves_search_and_restore_returns,
     search_rules,
+    search_puts_skills_holding_every_word_first,
     search_survives_query_syntax,
     audit_chain_verifies_and_filters,
     concurrent_audit_appends_stay_linear,
@@ -1871,6 +1872,61 @@ mod cases {
             matches!(missing, Err(StoreError::NotFound(_))),
             "{missing:?}"
         );
+    }
+
+    /// A query's words identify a skill whose description holds them all, even where other
+    /// skills name one of the words in their slug and name (which weigh more).
+    pub async fn search_puts_skills_holding_every_word_first(db: &TestDb) {
+        let store = db.store();
+        let alice = account(&store, "alice").await;
+        let ws = alice.personal_workspace_id.clone();
+        let publish = RevisionStatus::Published;
+        for i in 0..4 {
+            save(
+                &store,
+                &alice,
+                &format!("zqfirst-guide-{i}"),
+                draft("x")
+                    .named(&format!("Zqfirst guide {i}"), "Zqfirst in short")
+                    .status(publish),
+            )
+            .await;
+        }
+        save(
+            &store,
+            &alice,
+            "zqsecond-notes",
+            draft("x")
+                .named("Zqsecond notes", "Zqsecond only")
+                .status(publish),
+        )
+        .await;
+        save(
+            &store,
+            &alice,
+            "handbook",
+            draft("x")
+                .named(
+                    "Handbook",
+                    "A long description where zqfirst meets zqsecond among many other words",
+                )
+                .status(publish),
+        )
+        .await;
+        for query in ["zqfirst zqsecond", "zqsecond zqfirst"] {
+            let hits = search(&store, query, &[&ws]).await;
+            assert_eq!(
+                slugs(&hits).first().copied(),
+                Some("handbook"),
+                "{query}: {:?}",
+                slugs(&hits)
+            );
+            assert_eq!(
+                hits.len(),
+                6,
+                "{query}: every skill naming a word is still found"
+            );
+        }
     }
 
     pub async fn search_rules(db: &TestDb) {

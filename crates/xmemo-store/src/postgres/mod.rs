@@ -124,7 +124,7 @@ impl Dialect for Postgres {
         let sel = tsqueries_of(&select, false)?;
         let every = tsqueries_of(&all, false)?;
         let exact = crate::search::exact_key(&query.text);
-        let ws = in_list(8, query.workspace_ids.len());
+        let ws = in_list(9, query.workspace_ids.len());
         let sql = format!(
             "WITH q AS (SELECT {tsq} AS query, {ranking} AS ranking),
              cand AS (
@@ -143,7 +143,8 @@ impl Dialect for Postgres {
              JOIN skill_search f ON f.skill_id = c.skill_id
              JOIN skills s ON s.skill_id = c.skill_id
              CROSS JOIN q
-             ORDER BY exact DESC, relevance DESC, s.slug ASC
+             ORDER BY exact DESC, f.document @@ to_tsquery('simple'::regconfig, $8) DESC,
+                      relevance DESC, s.slug ASC
              LIMIT $5",
             tsq = TSQUERY.replace("$1", "$3").replace("$2", "$4"),
             ranking = TSQUERY.replace("$1", "$6").replace("$2", "$7"),
@@ -157,6 +158,8 @@ impl Dialect for Postgres {
                 .bind(i64::from(query.limit))
                 .bind(every.plain)
                 .bind(every.stemmed)
+                // Rows holding every ranked word (as typed) come first, as on SQLite.
+                .bind(every.plain_all)
                 .bind_all(&query.workspace_ids),
         )
     }
@@ -321,6 +324,8 @@ fn describe(options: &PgConnectOptions) -> String {
 pub(crate) struct TsQueries {
     pub plain: String,
     pub stemmed: String,
+    /// Every word as typed (`&`): the rows holding them all.
+    pub plain_all: String,
 }
 
 #[cfg(test)]
@@ -363,6 +368,7 @@ fn tsqueries_of(terms: &[Term], stem_prefix: bool) -> Option<TsQueries> {
     Some(TsQueries {
         plain: plain.join(" | "),
         stemmed: stemmed.join(" | "),
+        plain_all: plain.join(" & "),
     })
 }
 
@@ -375,6 +381,7 @@ mod tests {
         let q = tsqueries("deploy  prod").unwrap();
         assert_eq!(q.plain, "'deploy' | 'prod':*");
         assert_eq!(q.stemmed, "'deploy'");
+        assert_eq!(q.plain_all, "'deploy' & 'prod':*");
         let q = tsqueries("a' OR NEAR(b) & !c:*").unwrap();
         assert_eq!(q.plain, "'a' | 'or' | 'near' | 'b' | 'c':*");
         assert_eq!(q.stemmed, "'a' | 'or' | 'near' | 'b'");

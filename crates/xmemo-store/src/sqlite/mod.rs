@@ -107,19 +107,36 @@ impl Dialect for Sqlite {
         let exact = crate::search::exact_key(&query.text);
         let candidates = i64::from(query.limit) * 4 + 8;
         let (ranked, expressions) = match plan {
-            Plan::Ranked { select, boost } => (
-                format!(
-                    "SELECT rowid AS key, bm25(skills_fts, 0.0, 0.0, 10.0, 5.0, 1.0) / {} AS rank
-                 FROM skills_fts WHERE skills_fts MATCH $1 AND workspace_id IN (@ws)
-                 ORDER BY rank LIMIT $2",
+            Plan::Ranked { select, boost } => {
+                let any = format!(
+                    "SELECT rowid AS key, bm25(skills_fts, 0.0, 0.0, 10.0, 5.0, 1.0) / {} AS rank, 0 AS all_words
+                     FROM skills_fts WHERE skills_fts MATCH $1 AND workspace_id IN (@ws)
+                     ORDER BY rank LIMIT $2",
                     crate::search::ranked_repeats(boost)
-                ),
-                vec![crate::search::fts_ranked(select, boost)?],
-            ),
+                );
+                let ranked = vec![crate::search::fts_ranked(select, boost)?];
+                match crate::search::fts_all(select, boost) {
+                    // Rows holding every ranked word come first (bm25 alone lets a row that
+                    // names one rare word outrank the row whose description holds both).
+                    Some(all) => (
+                        format!(
+                            "SELECT key, MIN(rank) AS rank, MAX(all_words) AS all_words FROM (
+                               SELECT * FROM (SELECT rowid AS key, bm25(skills_fts, 0.0, 0.0, 10.0, 5.0, 1.0) AS rank, 1 AS all_words
+                                 FROM skills_fts WHERE skills_fts MATCH $6 AND workspace_id IN (@ws)
+                                 ORDER BY rank LIMIT $2)
+                               UNION ALL
+                               SELECT * FROM ({any}))
+                             GROUP BY key ORDER BY all_words DESC, rank LIMIT $2"
+                        ),
+                        [ranked, vec![all]].concat(),
+                    ),
+                    None => (any, ranked),
+                }
+            }
             Plan::Capped(terms) => {
                 let any = crate::search::fts_terms(terms)?;
                 (
-                    "SELECT key, MIN(rank) AS rank FROM (
+                    "SELECT key, MIN(rank) AS rank, 0 AS all_words FROM (
                        SELECT * FROM (SELECT rowid AS key, -1.0 AS rank FROM skills_fts
                          WHERE skills_fts MATCH $1 AND workspace_id IN (@ws) LIMIT $2)
                        UNION ALL
@@ -154,7 +171,7 @@ impl Dialect for Sqlite {
              JOIN skills_fts f ON f.rowid = k.key
              JOIN skills s ON s.search_key = k.key
              LEFT JOIN ranked r ON r.key = k.key
-             ORDER BY exact DESC, relevance DESC, s.slug ASC LIMIT $5"
+             ORDER BY exact DESC, COALESCE(r.all_words, 0) DESC, relevance DESC, s.slug ASC LIMIT $5"
         );
         let mut expressions = expressions.into_iter();
         let mut stmt = Stmt::new(sql)
