@@ -2005,6 +2005,10 @@ mod cases {
         let hits = search(&store, "canary deployment", &[&a]).await;
         assert_eq!(hits[0].slug, "deploy-canary");
         assert!(hits[0].score >= 1000.0);
+        // …the published name only: a draft's name finds nothing exact.
+        let hits = search(&store, "deploy draft", &[&a]).await;
+        assert!(!slugs(&hits).contains(&"deploy-draft"), "{hits:?}");
+        assert!(hits.iter().all(|h| h.score < 1000.0), "{hits:?}");
 
         // Prefix on the last term only; any term may match.
         assert_eq!(slugs(&search(&store, "rollb", &[&a]).await), ["rollback"]);

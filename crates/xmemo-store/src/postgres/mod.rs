@@ -112,7 +112,7 @@ impl Dialect for Postgres {
     /// length, as BM25 favours short documents), then slug. The index holds every text both as
     /// plain words and stemmed ('english'); see [`tsqueries_of`]. Bounded work: the rows
     /// ranked are those of the rarest words ([`Plan::Ranked`], scored with the boosting words
-    /// too), or a bounded number of matches ([`Plan::Capped`]); an exact slug is looked up by
+    /// too), or a bounded number of matches ([`Plan::Capped`]); an exact slug or name is looked up by
     /// index.
     fn search_statement<'q>(query: &'q SearchQuery, plan: &Plan) -> Option<Stmt<'q>> {
         let (select, all, capped) = split(plan);
@@ -133,9 +133,10 @@ impl Dialect for Postgres {
                UNION
                (SELECT skill_id FROM skills WHERE slug = $1 AND workspace_id IN ({ws}))
                UNION
-               (SELECT skill_id FROM skill_search
-                WHERE document @@ phraseto_tsquery('simple'::regconfig, $2)
-                  AND lower(name) = $2 AND workspace_id IN ({ws}) LIMIT 8))
+               (SELECT r.skill_id FROM revisions r
+                JOIN skills s ON s.skill_id = r.skill_id AND s.asset_status = 'active'
+                WHERE r.status = 'published' AND lower(r.name) = $2
+                  AND s.workspace_id IN ({ws}) LIMIT 8))
              SELECT s.skill_id, s.workspace_id, s.slug, f.name, f.description,
                     (s.slug = $1 OR lower(f.name) = $2) AS exact,
                     ts_rank_cd('{{0.0, 0.1, 0.5, 1.0}}'::float4[], f.document, q.ranking, 2)::float8 AS relevance

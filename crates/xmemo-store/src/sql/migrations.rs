@@ -52,6 +52,15 @@ macro_rules! embed_migrations {
                 name: "console",
                 sql: include_str!(concat!("../../migrations/", $dialect, "/0006_console.sql")),
             },
+            $crate::migrate::Migration {
+                version: 7,
+                name: "exact_name",
+                sql: include_str!(concat!(
+                    "../../migrations/",
+                    $dialect,
+                    "/0007_exact_name.sql"
+                )),
+            },
         ]
     };
 }

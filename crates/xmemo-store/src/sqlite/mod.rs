@@ -101,7 +101,7 @@ impl Dialect for Sqlite {
     /// Bounded work. Ranked: BM25 picks the best few rows inside FTS5 (slug and name weigh
     /// more than the description; bm25() is negative, smaller is better). Capped (only very
     /// common words): the first matching rows naming a word in their slug or name, then the
-    /// first others, unscored. Either way an exact slug is looked up by index, and only those
+    /// first others, unscored. Either way an exact slug or name is looked up by index, and only those
     /// rows are joined and ordered: exact slug or name first, then rank.
     fn search_statement<'q>(query: &'q SearchQuery, plan: &Plan) -> Option<Stmt<'q>> {
         let exact = crate::search::exact_key(&query.text);
@@ -148,12 +148,7 @@ impl Dialect for Sqlite {
                 )
             }
         };
-        // An exact name is found by a phrase match on the name column (bounded by its
-        // rarest word), whatever the plan ranks by.
-        let mut expressions = expressions;
-        let words = crate::search::terms(&query.text);
-        expressions.push(format!("{{name}} : \"{}\"", words.join(" ")));
-        let phrase = 5 + expressions.len() - 1;
+        // An exact name is found by index (migration 0007), whatever the plan ranks by.
         let first_ws = 5 + expressions.len();
         let ws = in_list(first_ws, query.workspace_ids.len());
         let ranked = ranked.replace("@ws", &ws);
@@ -162,8 +157,10 @@ impl Dialect for Sqlite {
              keys AS (
                SELECT key FROM ranked
                UNION SELECT search_key FROM skills WHERE slug = $3 AND workspace_id IN ({ws})
-               UNION SELECT * FROM (SELECT rowid FROM skills_fts WHERE skills_fts MATCH ${phrase}
-                 AND lower(name) = $4 AND workspace_id IN ({ws}) LIMIT 8))
+               UNION SELECT * FROM (SELECT s.search_key FROM revisions r
+                 JOIN skills s ON s.skill_id = r.skill_id AND s.asset_status = 'active'
+                 WHERE r.status = 'published' AND lower(r.name) = $4 AND s.workspace_id IN ({ws})
+                 LIMIT 8))
              SELECT f.skill_id, f.workspace_id, s.slug, f.name, f.description,
                     (s.slug = $3 OR lower(f.name) = $4) AS exact,
                     -COALESCE(r.rank, 0.0) AS relevance
