@@ -2136,6 +2136,14 @@ mod cases {
         }
         let hits = search(&store, "near OR", &[&a]).await;
         assert_eq!(slugs(&hits), ["near-or-and"]);
+        // Sixteen words (the most a query keeps), counted in one statement: the one that
+        // matches is found wherever it stands.
+        for at in [0, 9, 10, 15] {
+            let mut words: Vec<String> = (0..16).map(|i| format!("zqnone{i}")).collect();
+            words[at] = "operators".into();
+            let hits = search(&store, &words.join(" "), &[&a]).await;
+            assert_eq!(slugs(&hits), ["near-or-and"], "the word at {at}");
+        }
         assert_eq!(store.table_counts().await.unwrap()["skills"], 1);
     }
 

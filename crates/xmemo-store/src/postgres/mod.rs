@@ -60,21 +60,37 @@ impl Dialect for Postgres {
 
     const MEMORY_HIT_JOIN: &'static str = "m.memory_id = h.hit_key";
 
-    fn term_count(index: Index, term: &Term, cap: u64) -> Stmt<'static> {
+    fn term_counts(index: Index, terms: &[Term], cap: u64) -> Stmt<'static> {
         let stem = index == Index::Memories;
-        let q = tsqueries_of(std::slice::from_ref(term), stem);
-        let (plain, stemmed) = q.map(|q| (q.plain, q.stemmed)).unwrap_or_default();
         let from = match index {
             Index::Skills => "skill_search",
             Index::Memories => "memories",
         };
-        Stmt::new(format!(
-            "SELECT COUNT(*)::bigint AS n FROM (SELECT 1 FROM {from} x
-             WHERE $1 <> '' AND x.document @@ {TSQUERY} LIMIT $3) c"
-        ))
-        .bind(plain)
-        .bind(stemmed)
-        .bind(i64::try_from(cap).unwrap_or(i64::MAX))
+        let cap_at = 2 * terms.len() + 1;
+        let columns: Vec<String> = (0..terms.len())
+            .map(|i| {
+                let (plain, stemmed) = (2 * i + 1, 2 * i + 2);
+                // Through markers: "$2" would also match inside a renumbered "$21".
+                let tsquery = TSQUERY
+                    .replace("$1", "@plain")
+                    .replace("$2", "@stemmed")
+                    .replace("@plain", &format!("${plain}"))
+                    .replace("@stemmed", &format!("${stemmed}"));
+                format!(
+                    "(SELECT COUNT(*)::bigint FROM (SELECT 1 FROM {from} x
+                      WHERE ${plain} <> '' AND x.document @@ {tsquery} LIMIT ${cap_at}) c) AS n{i}"
+                )
+            })
+            .collect();
+        let stmt = terms.iter().fold(
+            Stmt::new(format!("SELECT {}", columns.join(", "))),
+            |stmt, term| {
+                let q = tsqueries_of(std::slice::from_ref(term), stem);
+                let (plain, stemmed) = q.map(|q| (q.plain, q.stemmed)).unwrap_or_default();
+                stmt.bind(plain).bind(stemmed)
+            },
+        );
+        stmt.bind(i64::try_from(cap).unwrap_or(i64::MAX))
     }
 
     /// Ranked: cover density over every memory matching a selecting word, scored over the

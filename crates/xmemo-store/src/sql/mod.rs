@@ -67,9 +67,10 @@ pub trait Dialect: Send + Sync + Sized + 'static {
     fn search_statement<'q>(query: &'q SearchQuery, plan: &crate::search::Plan)
     -> Option<Stmt<'q>>;
 
-    /// A statement answering one row with an integer column `n`: how many rows of `index`
-    /// match `term`, counted up to `cap` (so counting a common word stays cheap).
-    fn term_count(index: cache::Index, term: &crate::search::Term, cap: u64) -> Stmt<'static>;
+    /// A statement answering one row with an integer column `n{i}` per term: how many rows of
+    /// `index` match `terms[i]`, counted up to `cap` (so counting a common word stays cheap).
+    /// One statement for every word of a query: one round trip to the database, not one each.
+    fn term_counts(index: cache::Index, terms: &[crate::search::Term], cap: u64) -> Stmt<'static>;
 
     /// Statements that keep a memory's full-text row in step with it (`$1` = memory id), run
     /// after each write of its title, content or tags; none where the index is derived by
@@ -252,19 +253,33 @@ impl<D: Dialect> SqlStore<D> {
             return Ok(None);
         }
         let cap = crate::search::BOOST_MAX_ROWS;
-        let mut counted = Vec::with_capacity(terms.len());
-        for term in terms {
-            let n = match self.terms.get(index, &term) {
-                Some(n) => n,
-                None => {
-                    let row = s.one(D::term_count(index, &term, cap), "count").await?;
-                    let n = u64::try_from(row.int("n")?).unwrap_or(0);
-                    self.terms.put(index, &term, n);
-                    n
-                }
-            };
-            counted.push((term, n));
+        let cached: Vec<Option<u64>> = terms.iter().map(|t| self.terms.get(index, t)).collect();
+        let uncounted: Vec<crate::search::Term> = terms
+            .iter()
+            .zip(&cached)
+            .filter(|(_, n)| n.is_none())
+            .map(|(t, _)| t.clone())
+            .collect();
+        let mut fresh = Vec::with_capacity(uncounted.len());
+        if !uncounted.is_empty() {
+            let row = s
+                .one(D::term_counts(index, &uncounted, cap), "count")
+                .await?;
+            for (i, term) in uncounted.iter().enumerate() {
+                let n = u64::try_from(row.int(&format!("n{i}"))?).unwrap_or(0);
+                self.terms.put(index, term, n);
+                fresh.push(n);
+            }
         }
+        let mut fresh = fresh.into_iter();
+        let counted = terms
+            .into_iter()
+            .zip(cached)
+            .map(|(term, n)| {
+                let n = n.or_else(|| fresh.next()).unwrap_or(0);
+                (term, n)
+            })
+            .collect();
         Ok(Some(crate::search::plan(counted)))
     }
 

@@ -45,16 +45,27 @@ impl Dialect for Sqlite {
         "DELETE FROM memories_fts WHERE rowid IN (SELECT search_key FROM memories WHERE workspace_id = $1)",
     ];
 
-    fn term_count(index: Index, term: &Term, cap: u64) -> Stmt<'static> {
+    fn term_counts(index: Index, terms: &[Term], cap: u64) -> Stmt<'static> {
         let table = match index {
             Index::Skills => "skills_fts",
             Index::Memories => "memories_fts",
         };
-        Stmt::new(format!(
-            "SELECT COUNT(*) AS n FROM (SELECT 1 FROM {table} WHERE {table} MATCH $1 LIMIT $2)"
-        ))
-        .bind(crate::search::fts_terms(std::slice::from_ref(term)).unwrap_or_default())
-        .bind(i64::try_from(cap).unwrap_or(i64::MAX))
+        let cap_at = terms.len() + 1;
+        let columns: Vec<String> = (0..terms.len())
+            .map(|i| {
+                format!(
+                    "(SELECT COUNT(*) FROM (SELECT 1 FROM {table} WHERE {table} MATCH ${} LIMIT ${cap_at})) AS n{i}",
+                    i + 1
+                )
+            })
+            .collect();
+        let stmt = terms.iter().fold(
+            Stmt::new(format!("SELECT {}", columns.join(", "))),
+            |stmt, term| {
+                stmt.bind(crate::search::fts_terms(std::slice::from_ref(term)).unwrap_or_default())
+            },
+        );
+        stmt.bind(i64::try_from(cap).unwrap_or(i64::MAX))
     }
 
     /// Ranked: BM25 over the kept words (title and tags weigh more than the content).
