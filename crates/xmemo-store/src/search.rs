@@ -111,6 +111,11 @@ pub enum Plan {
     /// pruned when rarer ones are present: they add little to the ranking and would make it
     /// count or score most of the index.
     Ranked { select: Vec<Term>, boost: Vec<Term> },
+    /// No word fits [`SCORED_ROWS_BUDGET`], but these (every word below [`BOOST_MAX_ROWS`])
+    /// are not very common. Where an index can, it scores only the strongest of their rows
+    /// (those naming a word in a heavily weighted field, and those holding every word) and
+    /// draws the rest unscored; otherwise it ranks every match, like [`Plan::Ranked`].
+    Wide(Vec<Term>),
     /// Every word matches [`BOOST_MAX_ROWS`] rows or more: the answers come from a bounded number
     /// of matching rows (those naming a word in their slug/name/title first), not from
     /// scoring every match.
@@ -129,14 +134,13 @@ pub fn plan(counted: Vec<(Term, u64)>) -> Plan {
         // No word fits the budget but some are not very common: rank every match of those
         // (as before the plan existed). Capping here drew unscored rows and lost the answer
         // of two-rare-word queries at 100k skills (hit@5 0.637, see docs/benchmarks.md).
-        Some((_, rarest)) if *rarest > SCORED_ROWS_BUDGET => Plan::Ranked {
-            select: sorted
+        Some((_, rarest)) if *rarest > SCORED_ROWS_BUDGET => Plan::Wide(
+            sorted
                 .into_iter()
                 .filter(|(_, n)| *n < BOOST_MAX_ROWS)
                 .map(|(t, _)| t)
                 .collect(),
-            boost: vec![],
-        },
+        ),
         Some(_) => {
             let (mut select, mut boost) = (Vec::new(), Vec::new());
             let mut sum = 0;
@@ -152,6 +156,20 @@ pub fn plan(counted: Vec<(Term, u64)>) -> Plan {
             }
             Plan::Ranked { select, boost }
         }
+    }
+}
+
+/// A capped plan's term, given how many rows hold its word whole: a prefix whose word alone
+/// fills the capped draw is matched whole (the longer words add only cost); a word that may
+/// still be being typed stays a prefix.
+pub fn capped_term(term: Term, whole_rows: u64) -> Term {
+    if term.prefix && whole_rows >= CAPPED_CANDIDATES {
+        Term {
+            prefix: false,
+            ..term
+        }
+    } else {
+        term
     }
 }
 
@@ -253,10 +271,11 @@ mod tests {
         );
         assert_eq!(
             plan(vec![(t("the"), big), (t("of"), mid)]),
-            Plan::Ranked {
-                select: vec![t("of")],
-                boost: vec![]
-            }
+            Plan::Wide(vec![t("of")])
+        );
+        assert_eq!(
+            plan(vec![(t("x"), mid), (t("the"), big), (t("y"), big - 1)]),
+            Plan::Wide(vec![t("x"), t("y")])
         );
         assert_eq!(
             plan(vec![(t("the"), big), (t("a"), big)]),
@@ -278,6 +297,22 @@ mod tests {
             fts_ranked(&[t("a")], &[t("b")]).as_deref(),
             Some("(\"a\") AND (\"a\" OR \"b\" OR \"b\")")
         );
+    }
+
+    #[test]
+    fn a_capped_prefix_is_matched_whole_only_when_the_word_fills_the_draw() {
+        let prefix = Term {
+            word: "dep".into(),
+            prefix: true,
+        };
+        assert!(!capped_term(prefix.clone(), CAPPED_CANDIDATES).prefix);
+        assert_eq!(capped_term(prefix.clone(), CAPPED_CANDIDATES - 1), prefix);
+        assert_eq!(capped_term(prefix.clone(), 0), prefix);
+        let whole = Term {
+            word: "deploy".into(),
+            prefix: false,
+        };
+        assert_eq!(capped_term(whole.clone(), 0), whole);
     }
 
     #[test]

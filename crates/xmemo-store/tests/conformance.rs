@@ -166,6 +166,7 @@ conformance!(
     archive_leaves_search_and_restore_returns,
     search_rules,
     search_puts_skills_holding_every_word_first,
+    search_of_words_many_skills_hold,
     search_survives_query_syntax,
     audit_chain_verifies_and_filters,
     concurrent_audit_appends_stay_linear,
@@ -1927,6 +1928,63 @@ mod cases {
                 "{query}: every skill naming a word is still found"
             );
         }
+    }
+
+    /// Words held by more skills than the plan scores in full (`SCORED_ROWS_BUDGET`): the
+    /// skills naming the word still come first, and a skill holding both words before them.
+    pub async fn search_of_words_many_skills_hold(db: &TestDb) {
+        let store = db.store();
+        let alice = account(&store, "alice").await;
+        let ws = alice.personal_workspace_id.clone();
+        let publish = RevisionStatus::Published;
+        let many = xmemo_store::search::SCORED_ROWS_BUDGET as usize + 20;
+        for (word, prefix) in [("zqwide", "w"), ("zqother", "o")] {
+            for i in 0..many {
+                let description = format!("About {word} and item {i}");
+                save(
+                    &store,
+                    &alice,
+                    &format!("{prefix}-{i}"),
+                    draft("x")
+                        .named(&format!("Plain {i}"), &description)
+                        .status(publish),
+                )
+                .await;
+            }
+        }
+        for k in 0..3 {
+            save(
+                &store,
+                &alice,
+                &format!("named-{k}"),
+                draft("x")
+                    .named(&format!("Zqwide named {k}"), "Short")
+                    .status(publish),
+            )
+            .await;
+        }
+        save(
+            &store,
+            &alice,
+            "both",
+            draft("x")
+                .named("Handbook", "Where zqwide meets zqother")
+                .status(publish),
+        )
+        .await;
+        let hits = search(&store, "zqwide", &[&ws]).await;
+        let mut top: Vec<&str> = slugs(&hits).into_iter().take(3).collect();
+        top.sort_unstable();
+        assert_eq!(top, ["named-0", "named-1", "named-2"], "{:?}", slugs(&hits));
+        assert_eq!(hits.len(), 10, "a full page of matches");
+        let hits = search(&store, "zqwide zqother", &[&ws]).await;
+        assert_eq!(
+            slugs(&hits).first().copied(),
+            Some("both"),
+            "{:?}",
+            slugs(&hits)
+        );
+        assert_eq!(hits.len(), 10);
     }
 
     pub async fn search_rules(db: &TestDb) {

@@ -190,6 +190,8 @@ fn split(plan: &Plan) -> (Vec<Term>, Vec<Term>, bool) {
             all.extend(boost.iter().cloned());
             (select.clone(), all, false)
         }
+        // Ranked over every match, as it was before the plan had this case.
+        Plan::Wide(terms) => (terms.clone(), terms.clone(), false),
         Plan::Capped(terms) => (terms.clone(), terms.clone(), true),
     }
 }

@@ -280,7 +280,53 @@ impl<D: Dialect> SqlStore<D> {
                 (term, n)
             })
             .collect();
-        Ok(Some(crate::search::plan(counted)))
+        Ok(Some(match crate::search::plan(counted) {
+            crate::search::Plan::Capped(terms) => {
+                crate::search::Plan::Capped(self.whole_words(s, index, terms).await?)
+            }
+            plan => plan,
+        }))
+    }
+
+    /// A capped plan's prefix term as a whole word, when the word alone fills the capped
+    /// draw: a prefix of a common word makes FTS5 merge the lists of every longer word first
+    /// (2.5 ms against 0.1 ms at 100k skills), for unscored rows the word already supplies.
+    /// A word still being typed (matching fewer rows whole) stays a prefix.
+    async fn whole_words(
+        &self,
+        s: &mut Session<D>,
+        index: cache::Index,
+        terms: Vec<crate::search::Term>,
+    ) -> StoreResult<Vec<crate::search::Term>> {
+        let mut out = Vec::with_capacity(terms.len());
+        for term in terms {
+            if !term.prefix {
+                out.push(term);
+                continue;
+            }
+            let whole = crate::search::Term {
+                word: term.word.clone(),
+                prefix: false,
+            };
+            let n = match self.terms.get(index, &whole) {
+                Some(n) => n,
+                None => {
+                    // Counted as `plan` counts (the cache holds one count per term).
+                    let cap = crate::search::BOOST_MAX_ROWS;
+                    let row = s
+                        .one(
+                            D::term_counts(index, std::slice::from_ref(&whole), cap),
+                            "count",
+                        )
+                        .await?;
+                    let n = u64::try_from(row.int("n0")?).unwrap_or(0);
+                    self.terms.put(index, &whole, n);
+                    n
+                }
+            };
+            out.push(crate::search::capped_term(term, n));
+        }
+        Ok(out)
     }
 
     pub(crate) async fn read(&self) -> StoreResult<Session<D>> {
