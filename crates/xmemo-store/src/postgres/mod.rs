@@ -128,8 +128,8 @@ impl Dialect for Postgres {
     /// length, as BM25 favours short documents), then slug. The index holds every text both as
     /// plain words and stemmed ('english'); see [`tsqueries_of`]. Bounded work: the rows
     /// ranked are those of the rarest words ([`Plan::Ranked`], scored with the boosting words
-    /// too), or a bounded number of matches ([`Plan::Capped`]); an exact slug or name is looked up by
-    /// index.
+    /// too; [`Plan::Wide`] ranks every match of its words), or a bounded number of matches
+    /// ([`Plan::Capped`]); an exact slug or name is looked up by index.
     fn search_statement<'q>(query: &'q SearchQuery, plan: &Plan) -> Option<Stmt<'q>> {
         let (select, all, capped) = split(plan);
         let cap = if capped {

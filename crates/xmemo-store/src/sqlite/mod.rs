@@ -117,8 +117,9 @@ impl Dialect for Sqlite {
     /// Bounded work. Ranked: BM25 picks the best few rows inside FTS5 (slug and name weigh
     /// more than the description; bm25() is negative, smaller is better). Capped (only very
     /// common words): the first matching rows naming a word in their slug or name, then the
-    /// first others, unscored. Either way an exact slug or name is looked up by index, and only those
-    /// rows are joined and ordered: exact slug or name first, then rank.
+    /// first others, unscored. Wide (words of a few thousand rows): see its arm. Either way an
+    /// exact slug or name is looked up by index, and only those rows are joined and ordered:
+    /// exact slug or name first, then rows holding every ranked word, then rank.
     fn search_statement<'q>(query: &'q SearchQuery, plan: &Plan) -> Option<Stmt<'q>> {
         let exact = crate::search::exact_key(&query.text);
         let candidates = i64::from(query.limit) * 4 + 8;
@@ -154,7 +155,8 @@ impl Dialect for Sqlite {
                 // Scored: the rows naming a word in their slug or name (weighed 10 and 5
                 // against the description's 1, they hold BM25's best scores) and the rows
                 // holding every word; then the first others, unscored. Scoring every match
-                // of a word held by thousands of skills cost ~7 µs a row (3–30 ms a query).
+                // of a word held by thousands of skills cost ~3 µs a row, most of it the
+                // workspace check, which reads each row's stored content (5–30 ms a query).
                 let scored = |n: &str, all_words: u8| {
                     format!(
                         "SELECT * FROM (SELECT rowid AS key, bm25(skills_fts, 0.0, 0.0, 10.0, 5.0, 1.0) AS rank, {all_words} AS all_words
