@@ -1,10 +1,10 @@
 //! Fixed-duration phases over any request/response client (MCP over HTTP, over stdio, the
 //! peer server): `clients` workers, each with its own [`Caller`], call back to back for
-//! warm-up + duration; only calls that start inside the measured window are counted. The
-//! same figures as [`crate::load::run_phase`] (which is GET-only).
+//! warm-up + duration; only calls that start inside the measured window are counted.
+//! [`crate::load::run_phase`] is its REST (GET) caller.
 
 use crate::corpus::Rng;
-use crate::load::{Errors, Latency, PhaseConfig, PhaseResult};
+use crate::load::{CpuSample, Errors, Latency, PhaseConfig, PhaseResult, cpu_split};
 use crate::server::{context_switches, cpu_seconds, machine_busy_seconds};
 use anyhow::{Context, Result};
 use std::future::Future;
@@ -84,12 +84,7 @@ where
     let ended = Instant::now();
     let (cpu0, cs0) = cpu_start.await.unwrap_or(((None, None, None), None));
     let (cpu1, cs1) = sample(server_pids);
-    let server = cpu0.0.zip(cpu1.0).map(|(a, b)| b - a);
-    let bench = cpu0.1.zip(cpu1.1).map(|(a, b)| b - a);
-    let other = match (cpu0.2.zip(cpu1.2), server, bench) {
-        (Some((a, b)), Some(s), Some(c)) => Some((b - a - s - c).max(0.0)),
-        _ => None,
-    };
+    let (server, bench, other) = cpu_split(cpu0, cpu1);
     let window_secs = ended
         .saturating_duration_since(measure_start)
         .as_secs_f64()
@@ -107,7 +102,7 @@ where
     })
 }
 
-type Sample = ((Option<f64>, Option<f64>, Option<f64>), Option<u64>);
+type Sample = (CpuSample, Option<u64>);
 
 /// CPU seconds of the server processes (summed), of this process and of the machine, and the
 /// servers' context switches.

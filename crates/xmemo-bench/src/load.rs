@@ -1,8 +1,9 @@
 //! Load generation: seeding with concurrent saves, and fixed-duration read phases with
 //! N keep-alive clients. Every response status is checked; failures are counted and sampled.
 
+use crate::calls::{CallFuture, Caller, run_calls};
 use crate::corpus::{Corpus, Rng};
-use crate::server::{context_switches, cpu_seconds, machine_busy_seconds};
+use crate::server::{cpu_seconds, machine_busy_seconds};
 use anyhow::{Context, Result, anyhow};
 use serde_json::Value;
 use std::sync::Arc;
@@ -256,11 +257,11 @@ pub fn snippet(bytes: &[u8]) -> String {
     }
 }
 
-type CpuSample = (Option<f64>, Option<f64>, Option<f64>);
+pub(crate) type CpuSample = (Option<f64>, Option<f64>, Option<f64>);
 
 /// (server, benchmark, everything else) CPU seconds between two samples of
 /// (server CPU, benchmark CPU, machine busy time).
-fn cpu_split(a: CpuSample, b: CpuSample) -> CpuSample {
+pub(crate) fn cpu_split(a: CpuSample, b: CpuSample) -> CpuSample {
     let server = a.0.zip(b.0).map(|(x, y)| y - x);
     let bench = a.1.zip(b.1).map(|(x, y)| y - x);
     let other = match (a.2.zip(b.2), server, bench) {
@@ -319,8 +320,42 @@ impl PhaseResult {
 /// Builds the path (under the base URL) of the next request and its tag.
 pub type RequestGen = dyn Fn(&mut Rng) -> (usize, String) + Send + Sync;
 
+/// One worker's keep-alive client issuing the GETs `generate` builds.
+struct GetCaller {
+    client: reqwest::Client,
+    base: Arc<String>,
+    key: Arc<String>,
+    generate: Arc<RequestGen>,
+}
+
+impl Caller for GetCaller {
+    fn call<'a>(&'a mut self, rng: &'a mut Rng) -> CallFuture<'a> {
+        Box::pin(async move {
+            let (tag, path) = (self.generate)(rng);
+            let url = format!("{}{path}", self.base);
+            let outcome = async {
+                let resp = self
+                    .client
+                    .get(&url)
+                    .bearer_auth(self.key.as_str())
+                    .send()
+                    .await?;
+                let status = resp.status();
+                let bytes = resp.bytes().await?;
+                if status.is_success() {
+                    Ok(())
+                } else {
+                    Err(anyhow!("HTTP {status} for {path}: {}", snippet(&bytes)))
+                }
+            }
+            .await;
+            (tag, outcome)
+        })
+    }
+}
+
 /// `cfg.clients` workers issue GETs back to back for warm-up + duration; only requests that
-/// start inside the measured window are counted.
+/// start inside the measured window are counted ([`run_calls`]).
 pub async fn run_phase(
     base: &str,
     key: &str,
@@ -330,97 +365,16 @@ pub async fn run_phase(
     server_pid: u32,
     generate: Arc<RequestGen>,
 ) -> Result<PhaseResult> {
-    let now = Instant::now();
-    let measure_start = now + cfg.warmup;
-    let measure_end = measure_start + cfg.duration;
     let base = Arc::new(base.to_string());
     let key = Arc::new(key.to_string());
-    // CPU at the start of the measured window, sampled by a task that sleeps until then.
-    let cpu_start = tokio::spawn(async move {
-        tokio::time::sleep_until(measure_start.into()).await;
-        let cs = context_switches(server_pid);
-        (
-            (
-                cpu_seconds(Some(server_pid)),
-                cpu_seconds(None),
-                machine_busy_seconds(),
-            ),
-            cs,
-        )
-    });
-    let mut workers = Vec::new();
-    for w in 0..cfg.clients.max(1) {
-        let (base, key, generate) = (base.clone(), key.clone(), generate.clone());
-        workers.push(tokio::spawn(async move {
-            let client = client()?;
-            let mut rng = Rng::new(seed ^ ((w as u64 + 1) << 32));
-            let mut samples: Vec<(usize, u64)> = Vec::new();
-            let mut errors = Errors::default();
-            loop {
-                let t0 = Instant::now();
-                if t0 >= measure_end {
-                    break;
-                }
-                let (tag, path) = generate(&mut rng);
-                let url = format!("{base}{path}");
-                let outcome = async {
-                    let resp = client.get(&url).bearer_auth(key.as_str()).send().await?;
-                    let status = resp.status();
-                    let bytes = resp.bytes().await?;
-                    if status.is_success() {
-                        Ok(())
-                    } else {
-                        Err(anyhow!("HTTP {status} for {path}: {}", snippet(&bytes)))
-                    }
-                }
-                .await;
-                let micros = t0.elapsed().as_micros() as u64;
-                if t0 < measure_start {
-                    continue;
-                }
-                match outcome {
-                    Ok(()) => samples.push((tag, micros)),
-                    Err(e) => errors.add(format!("{e:#}")),
-                }
-            }
-            anyhow::Ok((samples, errors))
-        }));
-    }
-    let mut all = Vec::new();
-    let mut per_tag: Vec<Vec<u64>> = vec![Vec::new(); tags.max(1)];
-    let mut errors = Errors::default();
-    for w in workers {
-        let (samples, e) = w.await.context("a load worker panicked")??;
-        errors.merge(e);
-        for (tag, us) in samples {
-            all.push(us);
-            if let Some(v) = per_tag.get_mut(tag) {
-                v.push(us);
-            }
-        }
-    }
-    let ended = Instant::now();
-    let (cpu0, cs0) = cpu_start.await.unwrap_or(((None, None, None), None));
-    let cs1 = context_switches(server_pid);
-    let cpu1 = (
-        cpu_seconds(Some(server_pid)),
-        cpu_seconds(None),
-        machine_busy_seconds(),
-    );
-    let (server_cpu_secs, bench_cpu_secs, other_cpu_secs) = cpu_split(cpu0, cpu1);
-    let window_secs = ended
-        .saturating_duration_since(measure_start)
-        .as_secs_f64()
-        .max(cfg.duration.as_secs_f64());
-    Ok(PhaseResult {
-        requests: all.len(),
-        errors,
-        window_secs,
-        latency: Latency::from_micros(all),
-        by_tag: per_tag.into_iter().map(Latency::from_micros).collect(),
-        server_cpu_secs,
-        bench_cpu_secs,
-        other_cpu_secs,
-        server_context_switches: cs0.zip(cs1).map(|(a, b)| b.saturating_sub(a)),
+    run_calls(cfg, tags, seed, &[server_pid], |_| {
+        let caller = client().map(|client| GetCaller {
+            client,
+            base: base.clone(),
+            key: key.clone(),
+            generate: generate.clone(),
+        });
+        async move { caller }
     })
+    .await
 }
