@@ -1,13 +1,13 @@
 //! The account: password change, the account export (one streamed ZIP: every skill as
 //! capsules plus memories, JSON) and deletion with the handle typed back.
 
-use super::{Chrome, failure, form, render, see_other, signed};
+use super::{Chrome, Posted, Signed, failure, render, see_other};
 use crate::rest::AppState;
 use crate::web::{Site, cookies};
 use askama::Template;
-use axum::body::{Body, Bytes};
+use axum::body::Body;
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 #[derive(Template)]
@@ -21,11 +21,7 @@ struct AccountPage {
     created_at: String,
 }
 
-pub async fn page(State(state): State<AppState>, headers: HeaderMap, uri: Uri) -> Response {
-    let ctx = match signed(&state, &headers, &uri).await {
-        Ok(c) => c,
-        Err(r) => return r,
-    };
+pub async fn page(State(_state): State<AppState>, Signed(ctx): Signed) -> Response {
     let a = &ctx.who.account;
     render(
         StatusCode::OK,
@@ -50,11 +46,7 @@ fn signed_out(state: &AppState) -> Response {
     response
 }
 
-pub async fn password(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
-    let (ctx, f) = match form(&state, &headers, &body).await {
-        Ok(x) => x,
-        Err(r) => return r,
-    };
+pub async fn password(State(state): State<AppState>, Posted(ctx, f): Posted) -> Response {
     if f.get("new_password") != f.get("confirm_password") {
         return failure(
             &ctx,
@@ -80,11 +72,7 @@ pub async fn password(State(state): State<AppState>, headers: HeaderMap, body: B
     }
 }
 
-pub async fn export(State(state): State<AppState>, headers: HeaderMap, uri: Uri) -> Response {
-    let ctx = match signed(&state, &headers, &uri).await {
-        Ok(c) => c,
-        Err(r) => return r,
-    };
+pub async fn export(State(state): State<AppState>, Signed(ctx): Signed) -> Response {
     match state.service.export_account(&ctx.principal).await {
         Ok(mut rx) => {
             let stream = futures::stream::poll_fn(move |cx| rx.poll_recv(cx));
@@ -107,11 +95,7 @@ pub async fn export(State(state): State<AppState>, headers: HeaderMap, uri: Uri)
     }
 }
 
-pub async fn delete(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
-    let (ctx, f) = match form(&state, &headers, &body).await {
-        Ok(x) => x,
-        Err(r) => return r,
-    };
+pub async fn delete(State(state): State<AppState>, Posted(ctx, f): Posted) -> Response {
     match state
         .service
         .delete_account(&ctx.principal, f.get("confirm").trim())

@@ -3,11 +3,11 @@
 //! match what `xmemo connect` writes (docs/clients.md); the headless recipe is the one
 //! `GET /api/v1/mcp/config/autonomous-agent` serves.
 
-use super::{Chrome, render, signed};
+use super::{Chrome, Signed, render};
 use crate::rest::AppState;
 use askama::Template;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::http::StatusCode;
 use axum::response::Response;
 
 /// How a client can connect to this server as it is configured.
@@ -215,11 +215,7 @@ fn cards(base: &str) -> Vec<ClientCard> {
     ]
 }
 
-pub async fn page(State(state): State<AppState>, headers: HeaderMap, uri: Uri) -> Response {
-    let ctx = match signed(&state, &headers, &uri).await {
-        Ok(c) => c,
-        Err(r) => return r,
-    };
+pub async fn page(State(state): State<AppState>, Signed(ctx): Signed) -> Response {
     let base = state.info.public_url.trim_end_matches('/').to_string();
     render(
         StatusCode::OK,

@@ -1,14 +1,14 @@
 //! The diff of two revisions of a skill (SPEC §6): word level, per text component, metadata
 //! changes, binary components by hash. `from` defaults to the revision before `to`.
 
-use super::{Chrome, failure, render, signed};
+use super::{Chrome, Signed, failure, render};
 use crate::error::ServiceError;
 use crate::rest::AppState;
 use crate::service::PageRequest;
 use askama::Template;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
-use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::http::StatusCode;
 use axum::response::Response;
 use serde::Deserialize;
 use xmemo_core::diff::{TextDiff, WordOpKind};
@@ -115,14 +115,9 @@ fn text_view(d: &TextDiff) -> TextView {
 
 pub async fn page(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
+    Signed(ctx): Signed,
     query: Result<Query<DiffQuery>, QueryRejection>,
 ) -> Response {
-    let ctx = match signed(&state, &headers, &uri).await {
-        Ok(c) => c,
-        Err(r) => return r,
-    };
     let q = query.map(|Query(v)| v).unwrap_or_default();
     let p = &ctx.principal;
     let result: Result<DiffPage, ServiceError> = async {

@@ -4,15 +4,14 @@
 //! with publish intent. The form carries `expected_revision_id`: a concurrent save answers
 //! CONFLICT, and the editor comes back with everything the person typed or uploaded.
 
-use super::{Chrome, Ctx, failure, posted, render, see_other, signed, workspaces};
+use super::{Chrome, Ctx, Posted, Signed, failure, posted, render, see_other, workspaces};
 use crate::error::ServiceError;
 use crate::rest::AppState;
 use crate::service::types::{ComponentRequest, ContentEncoding, SaveRequest};
 use askama::Template;
-use axum::body::Bytes;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Multipart, Query, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use serde::Deserialize;
@@ -147,14 +146,9 @@ pub struct EditQuery {
 
 pub async fn new_skill(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
+    Signed(ctx): Signed,
     query: Result<Query<EditQuery>, QueryRejection>,
 ) -> Response {
-    let ctx = match signed(&state, &headers, &uri).await {
-        Ok(c) => c,
-        Err(r) => return r,
-    };
     let q = query.map(|Query(v)| v).unwrap_or_default();
     let all = workspaces(&state, &ctx).await;
     let mut page = editor(&ctx, &all);
@@ -166,14 +160,9 @@ pub async fn new_skill(
 
 pub async fn edit(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
+    Signed(ctx): Signed,
     query: Result<Query<EditQuery>, QueryRejection>,
 ) -> Response {
-    let ctx = match signed(&state, &headers, &uri).await {
-        Ok(c) => c,
-        Err(r) => return r,
-    };
     let q = query.map(|Query(v)| v).unwrap_or_default();
     match edit_page(&state, &ctx, &q).await {
         Ok(page) => render(StatusCode::OK, &page),
@@ -480,11 +469,7 @@ fn editor_error(ctx: &Ctx, mut page: EditorPage, e: &ServiceError) -> Response {
 }
 
 /// The live preview: the body rendered and sanitised exactly as the skill page does.
-pub async fn preview(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
-    let (_, fields) = match super::form(&state, &headers, &body).await {
-        Ok(x) => x,
-        Err(r) => return r,
-    };
+pub async fn preview(Posted(_, fields): Posted) -> Response {
     let mut response = super::markdown::render(fields.get("body")).into_response();
     let h = response.headers_mut();
     h.insert(

@@ -1,14 +1,14 @@
 //! Import: upload a SKILL.md or a ZIP (a skill folder or a Source Capsule), or name a GitHub
 //! or ClawHub URL; the service reads, checks (hostile archives write nothing) and saves it.
 
-use super::{Chrome, failure, posted, render, see_other, signed, workspaces};
+use super::{Chrome, Signed, failure, posted, render, see_other, workspaces};
 use crate::error::ServiceError;
 use crate::rest::AppState;
 use crate::service::ImportOptions;
 use crate::service::types::WorkspaceView;
 use askama::Template;
 use axum::extract::{Multipart, State};
-use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use xmemo_core::SaveIntent;
 
@@ -20,11 +20,7 @@ struct ImportPage {
     workspaces: Vec<WorkspaceView>,
 }
 
-pub async fn page(State(state): State<AppState>, headers: HeaderMap, uri: Uri) -> Response {
-    let ctx = match signed(&state, &headers, &uri).await {
-        Ok(c) => c,
-        Err(r) => return r,
-    };
+pub async fn page(State(state): State<AppState>, Signed(ctx): Signed) -> Response {
     let all = workspaces(&state, &ctx).await;
     render(
         StatusCode::OK,

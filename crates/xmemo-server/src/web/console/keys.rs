@@ -1,16 +1,15 @@
 //! API keys (create: the secret is shown on the answer page exactly once and never again;
 //! list with prefix, scopes, profile, last use, expiry; revoke) and OAuth grants (revoke).
 
-use super::{Chrome, Ctx, failure, form, link, render, see_other, signed};
+use super::{Chrome, Ctx, Posted, Signed, failure, link, render, see_other};
 use crate::error::ServiceError;
 use crate::rest::AppState;
 use crate::service::PageRequest;
 use crate::service::types::CreateKeyRequest;
 use askama::Template;
-use axum::body::Bytes;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
-use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::http::StatusCode;
 use axum::response::Response;
 use serde::Deserialize;
 
@@ -112,14 +111,9 @@ async fn keys_page(
 
 pub async fn page(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
+    Signed(ctx): Signed,
     query: Result<Query<PageQuery>, QueryRejection>,
 ) -> Response {
-    let ctx = match signed(&state, &headers, &uri).await {
-        Ok(c) => c,
-        Err(r) => return r,
-    };
     let q = query.map(|Query(v)| v).unwrap_or_default();
     match keys_page(&state, &ctx, &q.cursor, None).await {
         Ok(mut page) => {
@@ -130,11 +124,7 @@ pub async fn page(
     }
 }
 
-pub async fn create(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
-    let (ctx, f) = match form(&state, &headers, &body).await {
-        Ok(x) => x,
-        Err(r) => return r,
-    };
+pub async fn create(State(state): State<AppState>, Posted(ctx, f): Posted) -> Response {
     let scopes: Vec<String> =
         f.0.iter()
             .filter(|(k, _)| k == "scope")
@@ -169,11 +159,7 @@ pub async fn create(State(state): State<AppState>, headers: HeaderMap, body: Byt
     }
 }
 
-pub async fn revoke(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
-    let (ctx, f) = match form(&state, &headers, &body).await {
-        Ok(x) => x,
-        Err(r) => return r,
-    };
+pub async fn revoke(State(state): State<AppState>, Posted(ctx, f): Posted) -> Response {
     match state
         .service
         .revoke_key(&ctx.principal, f.get("key_id"))
@@ -204,14 +190,9 @@ struct GrantsPage {
 
 pub async fn grants(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
+    Signed(ctx): Signed,
     query: Result<Query<PageQuery>, QueryRejection>,
 ) -> Response {
-    let ctx = match signed(&state, &headers, &uri).await {
-        Ok(c) => c,
-        Err(r) => return r,
-    };
     let q = query.map(|Query(v)| v).unwrap_or_default();
     let page = state
         .service
@@ -254,15 +235,7 @@ pub async fn grants(
     }
 }
 
-pub async fn revoke_grant(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    let (ctx, f) = match form(&state, &headers, &body).await {
-        Ok(x) => x,
-        Err(r) => return r,
-    };
+pub async fn revoke_grant(State(state): State<AppState>, Posted(ctx, f): Posted) -> Response {
     match state
         .service
         .revoke_oauth_grant(&ctx.principal, f.get("grant_id"))

@@ -2,15 +2,14 @@
 //! revoke), the person's own pending invitations (accept, decline), leave. Owners only hand
 //! out owner; the service refuses what a role may not do.
 
-use super::{Chrome, failure, form, link, render, see_other, signed, workspaces};
+use super::{Chrome, Posted, Signed, failure, link, render, see_other, workspaces};
 use crate::error::ServiceError;
 use crate::rest::AppState;
 use crate::service::types::{CreateTeamRequest, InvitationView, InviteRequest};
 use askama::Template;
-use axum::body::Bytes;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
-use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::http::StatusCode;
 use axum::response::Response;
 use serde::Deserialize;
 use xmemo_core::{InvitationStatus, Role, WorkspaceKind};
@@ -80,14 +79,9 @@ fn invitation_row(i: InvitationView) -> InvitationRow {
 
 pub async fn page(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
+    Signed(ctx): Signed,
     query: Result<Query<MembersQuery>, QueryRejection>,
 ) -> Response {
-    let ctx = match signed(&state, &headers, &uri).await {
-        Ok(c) => c,
-        Err(r) => return r,
-    };
     let q = query.map(|Query(v)| v).unwrap_or_default();
     let p = &ctx.principal;
     let all = workspaces(&state, &ctx).await;
@@ -181,11 +175,7 @@ pub async fn page(
     render(StatusCode::OK, &page)
 }
 
-pub async fn action(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
-    let (ctx, f) = match form(&state, &headers, &body).await {
-        Ok(x) => x,
-        Err(r) => return r,
-    };
+pub async fn action(State(state): State<AppState>, Posted(ctx, f): Posted) -> Response {
     let p = &ctx.principal;
     let ws = f.get("ws").to_string();
     let role = |name: &str| {

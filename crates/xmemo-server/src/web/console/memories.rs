@@ -1,16 +1,15 @@
 //! Memories (SPEC §9): search and filter (kind, project, agent instance, forgotten ones too),
 //! forget with a reason, restore.
 
-use super::{Chrome, Fields, failure, form, link, render, see_other, signed};
+use super::{Chrome, Fields, Posted, Signed, failure, link, render, see_other};
 use crate::rest::AppState;
 use crate::service::memories::{
     ForgetRequest, MemoryHitView, RecallMemoriesRequest, RestoreMemoryRequest,
 };
 use askama::Template;
-use axum::body::Bytes;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
-use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::http::StatusCode;
 use axum::response::Response;
 use serde::Deserialize;
 use xmemo_core::{MemoryKind, MemoryStatus};
@@ -90,14 +89,9 @@ fn row(m: MemoryHitView) -> MemoryRow {
 
 pub async fn page(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
+    Signed(ctx): Signed,
     query: Result<Query<MemoryQuery>, QueryRejection>,
 ) -> Response {
-    let ctx = match signed(&state, &headers, &uri).await {
-        Ok(c) => c,
-        Err(r) => return r,
-    };
     let q = query.map(|Query(v)| v).unwrap_or_default();
     let opt = |s: &str| {
         let s = s.trim();
@@ -169,11 +163,7 @@ fn back(fields: &Fields, notice: &str) -> String {
     format!("{to}{sep}notice={notice}")
 }
 
-pub async fn forget(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
-    let (ctx, f) = match form(&state, &headers, &body).await {
-        Ok(x) => x,
-        Err(r) => return r,
-    };
+pub async fn forget(State(state): State<AppState>, Posted(ctx, f): Posted) -> Response {
     let req = ForgetRequest {
         memory_id: f.get("memory_id").to_string(),
         reason: f.opt("reason"),
@@ -184,11 +174,7 @@ pub async fn forget(State(state): State<AppState>, headers: HeaderMap, body: Byt
     }
 }
 
-pub async fn restore(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
-    let (ctx, f) = match form(&state, &headers, &body).await {
-        Ok(x) => x,
-        Err(r) => return r,
-    };
+pub async fn restore(State(state): State<AppState>, Posted(ctx, f): Posted) -> Response {
     let req = RestoreMemoryRequest {
         memory_id: f.get("memory_id").to_string(),
     };

@@ -36,7 +36,9 @@ use crate::service::signin::SignedIn;
 use crate::service::types::WorkspaceView;
 use askama::Template;
 use axum::Router;
-use axum::extract::DefaultBodyLimit;
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts, Request};
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -125,7 +127,7 @@ fn notice_text(code: &str) -> Option<&'static str> {
 }
 
 /// The signed-in person, or the sign-in page that brings them back here.
-pub async fn signed(state: &AppState, headers: &HeaderMap, uri: &Uri) -> Result<Ctx, Response> {
+async fn signed(state: &AppState, headers: &HeaderMap, uri: &Uri) -> Result<Ctx, Response> {
     match super::signed_in(state, headers).await {
         Some((who, secret)) => Ok(Ctx {
             principal: who.principal(),
@@ -267,7 +269,7 @@ impl Fields {
 }
 
 /// Reads an urlencoded form and runs the POST checks.
-pub async fn form(
+async fn form(
     state: &AppState,
     headers: &HeaderMap,
     body: &[u8],
@@ -283,6 +285,34 @@ pub async fn form(
     let fields = Fields(fields);
     let ctx = posted(state, headers, fields.get("csrf")).await?;
     Ok((ctx, fields))
+}
+
+/// Extractor of a console page: the signed-in person, or (rejection) the sign-in page that
+/// leads back here.
+pub struct Signed(pub Ctx);
+
+impl FromRequestParts<AppState> for Signed {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
+        signed(state, &parts.headers, &parts.uri).await.map(Signed)
+    }
+}
+
+/// Extractor of a console form post: the POST checks passed ([`form`]) and its fields.
+pub struct Posted(pub Ctx, pub Fields);
+
+impl FromRequest<AppState> for Posted {
+    type Rejection = Response;
+
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, Response> {
+        let headers = req.headers().clone();
+        let body = Bytes::from_request(req, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        let (ctx, fields) = form(state, &headers, &body).await?;
+        Ok(Posted(ctx, fields))
+    }
 }
 
 /// The person's workspaces, or none when the lookup fails (pages still render).

@@ -3,7 +3,7 @@
 //! the lifecycle buttons the person's role allows), lifecycle and archive forms, and the
 //! Source Capsule download.
 
-use super::{Chrome, Ctx, Fields, failure, form, link, render, see_other, signed, workspaces};
+use super::{Chrome, Ctx, Fields, Posted, Signed, failure, link, render, see_other, workspaces};
 use crate::rest::AppState;
 use crate::service::PageRequest;
 use crate::service::types::{PendingReview, RevisionSummary, WorkspaceView};
@@ -11,7 +11,7 @@ use askama::Template;
 use axum::body::Bytes;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -91,14 +91,9 @@ fn review_rows(reviews: Vec<PendingReview>) -> Vec<ReviewRow> {
 
 pub async fn list(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
+    Signed(ctx): Signed,
     query: Result<Query<ListQuery>, QueryRejection>,
 ) -> Response {
-    let ctx = match signed(&state, &headers, &uri).await {
-        Ok(c) => c,
-        Err(r) => return r,
-    };
     let query = query.map(|Query(v)| v).unwrap_or_default();
     let p = &ctx.principal;
     let ws = (!query.ws.is_empty()).then_some(query.ws.as_str());
@@ -281,14 +276,9 @@ fn allows(
 
 pub async fn show(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
+    Signed(ctx): Signed,
     query: Result<Query<SkillQuery>, QueryRejection>,
 ) -> Response {
-    let ctx = match signed(&state, &headers, &uri).await {
-        Ok(c) => c,
-        Err(r) => return r,
-    };
     let q = query.map(|Query(v)| v).unwrap_or_default();
     match skill_page(&state, &ctx, &q).await {
         Ok(page) => render(StatusCode::OK, &page),
@@ -513,11 +503,7 @@ fn back_to(fields: &Fields, notice: &str) -> String {
     )
 }
 
-pub async fn lifecycle(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
-    let (ctx, f) = match form(&state, &headers, &body).await {
-        Ok(x) => x,
-        Err(r) => return r,
-    };
+pub async fn lifecycle(State(state): State<AppState>, Posted(ctx, f): Posted) -> Response {
     let action = match f.get("action") {
         "publish" => LifecycleAction::Publish,
         "approve" => LifecycleAction::Approve,
@@ -558,11 +544,7 @@ pub async fn lifecycle(State(state): State<AppState>, headers: HeaderMap, body: 
     }
 }
 
-pub async fn archive(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
-    let (ctx, f) = match form(&state, &headers, &body).await {
-        Ok(x) => x,
-        Err(r) => return r,
-    };
+pub async fn archive(State(state): State<AppState>, Posted(ctx, f): Posted) -> Response {
     let archived = f.get("archived") == "1";
     let ws = f.opt("ws");
     match state
@@ -583,14 +565,9 @@ pub async fn archive(State(state): State<AppState>, headers: HeaderMap, body: By
 
 pub async fn export(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
+    Signed(ctx): Signed,
     query: Result<Query<SkillQuery>, QueryRejection>,
 ) -> Response {
-    let ctx = match signed(&state, &headers, &uri).await {
-        Ok(c) => c,
-        Err(r) => return r,
-    };
     let q = query.map(|Query(v)| v).unwrap_or_default();
     let ws = (!q.ws.is_empty()).then_some(q.ws.as_str());
     let rev = (!q.rev.is_empty()).then_some(q.rev.as_str());
