@@ -40,6 +40,10 @@ pub struct TestServer {
     _pg: Option<xmemo_testkit::PgDropGuard>,
 }
 
+/// Credential-cache lifetime of test stores: longer than any test, so tests that compare the
+/// statements of two requests (e.g. `invitations.rs`) see the same warm cache for both.
+pub const STATEMENT_COUNTING_TTL: std::time::Duration = std::time::Duration::from_secs(3600);
+
 /// A fresh store of the backend the environment selects.
 pub async fn fresh_store(
     dir: &std::path::Path,
@@ -50,13 +54,15 @@ pub async fn fresh_store(
             .expect("XMEMO_TEST_BACKEND=postgres needs a reachable PostgreSQL");
         let store = PostgresStore::connect_with(options, PgPoolSettings::default())
             .await
-            .expect("connect postgres");
+            .expect("connect postgres")
+            .with_auth_cache_ttl(STATEMENT_COUNTING_TTL);
         store.migrate().await.expect("migrate postgres");
         (Arc::new(store), Some(guard))
     } else {
         let store = SqliteStore::open(&dir.join("xmemo.db"))
             .await
-            .expect("open sqlite");
+            .expect("open sqlite")
+            .with_auth_cache_ttl(STATEMENT_COUNTING_TTL);
         (Arc::new(store), None)
     }
 }

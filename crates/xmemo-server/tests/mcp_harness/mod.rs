@@ -55,7 +55,13 @@ impl McpServer {
     ) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let db_path = dir.path().join("xmemo.db");
-        let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&db_path).await.expect("sqlite"));
+        // Long-lived credential cache: `statement_bounds.rs` counts warm requests only.
+        let store: Arc<dyn Store> = Arc::new(
+            SqliteStore::open(&db_path)
+                .await
+                .expect("sqlite")
+                .with_auth_cache_ttl(std::time::Duration::from_secs(3600)),
+        );
         let service = configure(Service::new(store.clone()));
         let key_path = xmemo_server::bootstrap::bootstrap_admin(&service, dir.path())
             .await

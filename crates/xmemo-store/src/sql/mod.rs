@@ -224,6 +224,15 @@ impl<D: Dialect> SqlStore<D> {
         }
     }
 
+    /// This store with another bound on how long a credential lookup stays cached
+    /// ([`cache::AUTH_CACHE_TTL`] by default; writes on this node invalidate at once whatever
+    /// the bound). Tests that count a request's statements set it long, so an entry expiring
+    /// mid-test cannot add the three lookups of a cold cache to one request and not another.
+    pub fn with_auth_cache_ttl(mut self, ttl: std::time::Duration) -> Self {
+        self.cache = Arc::new(cache::AuthCache::new(ttl));
+        self
+    }
+
     /// SQL statements this store (and its clones) has run so far, for tests and diagnostics
     /// that bound the work of one request.
     pub fn statements_run(&self) -> u64 {

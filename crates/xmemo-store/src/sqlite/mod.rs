@@ -134,7 +134,9 @@ impl Dialect for Sqlite {
                 let ranked = vec![crate::search::fts_ranked(select, boost)?];
                 match crate::search::fts_all(select, boost) {
                     // Rows holding every ranked word come first (bm25 alone lets a row that
-                    // names one rare word outrank the row whose description holds both).
+                    // names one rare word outrank the row whose description holds both). The
+                    // tier writes each word once, so its bm25 is on the scale of `any`'s
+                    // (halved there): `MIN(rank)` compares like with like.
                     Some(all) => (
                         format!(
                             "SELECT key, MIN(rank) AS rank, MAX(all_words) AS all_words FROM (
