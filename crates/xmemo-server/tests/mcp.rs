@@ -570,15 +570,8 @@ async fn every_spec_error_code_is_reachable_through_mcp() {
 
     // SERVICE_UNAVAILABLE: the store fails under a tool call (full-text index dropped):
     // retryable, no SQL text in the message.
-    let mut conn = <sqlx::SqliteConnection as sqlx::Connection>::connect(&format!(
-        "sqlite://{}",
-        s.db_path.display()
-    ))
-    .await
-    .expect("side connection");
-    sqlx::query("DROP TABLE skills_fts")
-        .execute(&mut conn)
-        .await
+    let conn = rusqlite::Connection::open(&s.db_path).expect("side connection");
+    conn.execute_batch("DROP TABLE skills_fts")
         .expect("drop fts");
     let r = call(&client, "recall_cloud_skill", json!({"query": "pinned"}))
         .await

@@ -25,7 +25,7 @@ impl StoreError {
     }
 }
 
-/// SQLite primary result codes (the low byte of the extended code sqlx reports).
+/// SQLite primary result codes (the low byte of an extended code).
 const SQLITE_BUSY: i64 = 5;
 const SQLITE_LOCKED: i64 = 6;
 const SQLITE_NOMEM: i64 = 7;
@@ -63,6 +63,22 @@ fn classify(driver: Driver, code: &str, message: &str) -> Option<StoreError> {
     }
 }
 
+/// SQLite's extended codes for a UNIQUE and a PRIMARY KEY constraint failing.
+const SQLITE_CONSTRAINT_PRIMARYKEY: i32 = 1555;
+const SQLITE_CONSTRAINT_UNIQUE: i32 = 2067;
+
+/// A SQLite failure by its extended result code.
+pub(crate) fn classify_sqlite(extended_code: i32, message: &str) -> StoreError {
+    if matches!(
+        extended_code,
+        SQLITE_CONSTRAINT_UNIQUE | SQLITE_CONSTRAINT_PRIMARYKEY
+    ) {
+        return StoreError::Conflict(message.to_string());
+    }
+    classify(Driver::Sqlite, &extended_code.to_string(), message)
+        .unwrap_or_else(|| StoreError::Internal(message.to_string()))
+}
+
 impl From<sqlx::Error> for StoreError {
     fn from(err: sqlx::Error) -> Self {
         match &err {
@@ -71,13 +87,8 @@ impl From<sqlx::Error> for StoreError {
                 if db.is_unique_violation() {
                     return StoreError::Conflict(db.message().to_string());
                 }
-                let driver = if db.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some() {
-                    Driver::Sqlite
-                } else {
-                    Driver::Postgres
-                };
                 db.code()
-                    .and_then(|code| classify(driver, &code, db.message()))
+                    .and_then(|code| classify(Driver::Postgres, &code, db.message()))
                     .unwrap_or_else(|| StoreError::Internal(err.to_string()))
             }
             sqlx::Error::PoolTimedOut

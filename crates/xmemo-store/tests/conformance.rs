@@ -63,14 +63,11 @@ impl TestDb {
     async fn raw_execute(&self, sql: &str) -> Result<u64, String> {
         match &self.raw {
             Raw::Sqlite(path) => {
-                let url = format!("sqlite://{}", path.display());
-                let mut c = sqlx::SqliteConnection::connect(&url)
-                    .await
+                let c = rusqlite::Connection::open(path).map_err(|e| e.to_string())?;
+                c.busy_timeout(std::time::Duration::from_secs(10))
                     .map_err(|e| e.to_string())?;
-                sqlx::query(AssertSqlSafe(sql.to_string()))
-                    .execute(&mut c)
-                    .await
-                    .map(|r| r.rows_affected())
+                c.execute(sql, [])
+                    .map(|n| n as u64)
                     .map_err(|e| e.to_string())
             }
             Raw::Postgres(options) => {

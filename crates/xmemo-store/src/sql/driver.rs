@@ -1,6 +1,7 @@
-//! The thin layer between the SQL core and sqlx: a dialect-neutral statement ([`Stmt`]), the
-//! two sqlx drivers behind one trait ([`Driver`]), and column access that reads the same on
-//! both ([`Record`]). Statements use `$n` placeholders, which sqlx-sqlite binds by number too.
+//! The thin layer between the SQL core and its drivers: a dialect-neutral statement
+//! ([`Stmt`]), the two drivers behind one trait ([`Driver`]: sqlx for PostgreSQL here,
+//! rusqlite for SQLite in `crate::sqlite::lite`), and column access that reads the same on
+//! both ([`Record`]). Statements use `$n` placeholders, which both bind by number.
 
 use crate::{StoreError, StoreResult};
 use std::borrow::Cow;
@@ -92,6 +93,10 @@ impl<'a> Stmt<'a> {
         &self.sql
     }
 
+    pub fn args(&self) -> &[Arg<'a>] {
+        &self.args
+    }
+
     /// The same arguments under a statement built around this one's SQL.
     pub fn map_sql(self, f: impl FnOnce(&str) -> String) -> Self {
         Self {
@@ -154,102 +159,127 @@ pub trait Record: Send + Sync + 'static {
     }
 }
 
-/// A sqlx database driver as the SQL core uses it.
-pub trait Driver: sqlx::Database {
+/// A connection the core runs statements on: a pooled reader, or a write transaction that
+/// rolls back unless committed.
+pub enum Held<D: Driver> {
+    Pooled(D::Conn),
+    Tx(D::Tx),
+}
+
+/// A database driver as the SQL core uses it: where connections come from, transactions, and
+/// statements run on a held connection.
+pub trait Driver: Send + Sync + Sized + 'static {
     type Record: Record;
+    type Pool: Clone + Send + Sync + 'static;
+    /// A connection out of the pool, back in it when dropped.
+    type Conn: Send + 'static;
+    /// A write transaction, rolled back when dropped uncommitted.
+    type Tx: Send + 'static;
+
+    fn acquire(pool: &Self::Pool) -> impl Future<Output = StoreResult<Self::Conn>> + Send;
+    fn begin(pool: &Self::Pool) -> impl Future<Output = StoreResult<Self::Tx>> + Send;
+    fn commit(tx: Self::Tx) -> impl Future<Output = StoreResult<()>> + Send;
+    /// Waits for checked-out connections to come back, then closes every connection.
+    fn close(pool: &Self::Pool) -> impl Future<Output = ()> + Send;
+
     fn execute(
-        conn: &mut Self::Connection,
+        held: &mut Held<Self>,
         stmt: Stmt<'_>,
     ) -> impl Future<Output = StoreResult<u64>> + Send;
     fn fetch_all(
-        conn: &mut Self::Connection,
+        held: &mut Held<Self>,
         stmt: Stmt<'_>,
     ) -> impl Future<Output = StoreResult<Vec<Self::Record>>> + Send;
     fn fetch_optional(
-        conn: &mut Self::Connection,
+        held: &mut Held<Self>,
         stmt: Stmt<'_>,
     ) -> impl Future<Output = StoreResult<Option<Self::Record>>> + Send;
     /// Runs a script of several statements without arguments (a migration file).
     fn run_script(
-        conn: &mut Self::Connection,
+        held: &mut Held<Self>,
         script: &'static str,
     ) -> impl Future<Output = StoreResult<()>> + Send;
 }
 
-/// Implements [`Driver`] and [`Record`] for one sqlx driver: the same code for both, with
-/// the concrete types sqlx needs to pick its encoders and decoders.
-macro_rules! driver {
-    ($db:ty, $row:ty) => {
-        impl Record for $row {
-            fn text(&self, column: &str) -> StoreResult<String> {
-                Ok(sqlx::Row::try_get(self, column)?)
-            }
-            fn opt_text(&self, column: &str) -> StoreResult<Option<String>> {
-                Ok(sqlx::Row::try_get(self, column)?)
-            }
-            fn int(&self, column: &str) -> StoreResult<i64> {
-                Ok(sqlx::Row::try_get(self, column)?)
-            }
-            fn float(&self, column: &str) -> StoreResult<f64> {
-                Ok(sqlx::Row::try_get(self, column)?)
-            }
-            fn flag(&self, column: &str) -> StoreResult<bool> {
-                Ok(sqlx::Row::try_get(self, column)?)
-            }
-            fn bytes(&self, column: &str) -> StoreResult<Vec<u8>> {
-                Ok(sqlx::Row::try_get(self, column)?)
-            }
-        }
+impl Record for sqlx::postgres::PgRow {
+    fn text(&self, column: &str) -> StoreResult<String> {
+        Ok(sqlx::Row::try_get(self, column)?)
+    }
+    fn opt_text(&self, column: &str) -> StoreResult<Option<String>> {
+        Ok(sqlx::Row::try_get(self, column)?)
+    }
+    fn int(&self, column: &str) -> StoreResult<i64> {
+        Ok(sqlx::Row::try_get(self, column)?)
+    }
+    fn float(&self, column: &str) -> StoreResult<f64> {
+        Ok(sqlx::Row::try_get(self, column)?)
+    }
+    fn flag(&self, column: &str) -> StoreResult<bool> {
+        Ok(sqlx::Row::try_get(self, column)?)
+    }
+    fn bytes(&self, column: &str) -> StoreResult<Vec<u8>> {
+        Ok(sqlx::Row::try_get(self, column)?)
+    }
+}
 
-        impl Driver for $db {
-            type Record = $row;
+type Pg = sqlx::Postgres;
 
-            async fn execute(
-                conn: &mut <$db as sqlx::Database>::Connection,
-                stmt: Stmt<'_>,
-            ) -> StoreResult<u64> {
-                let done = native::<$db>(stmt).execute(conn).await?;
-                Ok(done.rows_affected())
-            }
+fn pg_conn(held: &mut Held<Pg>) -> &mut sqlx::PgConnection {
+    match held {
+        Held::Pooled(c) => c,
+        Held::Tx(t) => t,
+    }
+}
 
-            async fn fetch_all(
-                conn: &mut <$db as sqlx::Database>::Connection,
-                stmt: Stmt<'_>,
-            ) -> StoreResult<Vec<$row>> {
-                Ok(native::<$db>(stmt).fetch_all(conn).await?)
-            }
+impl Driver for Pg {
+    type Record = sqlx::postgres::PgRow;
+    type Pool = sqlx::PgPool;
+    type Conn = sqlx::pool::PoolConnection<Pg>;
+    type Tx = sqlx::Transaction<'static, Pg>;
 
-            async fn fetch_optional(
-                conn: &mut <$db as sqlx::Database>::Connection,
-                stmt: Stmt<'_>,
-            ) -> StoreResult<Option<$row>> {
-                Ok(native::<$db>(stmt).fetch_optional(conn).await?)
-            }
+    async fn acquire(pool: &sqlx::PgPool) -> StoreResult<Self::Conn> {
+        Ok(pool.acquire().await?)
+    }
 
-            async fn run_script(
-                conn: &mut <$db as sqlx::Database>::Connection,
-                script: &'static str,
-            ) -> StoreResult<()> {
-                sqlx::raw_sql(script).execute(conn).await?;
-                Ok(())
-            }
-        }
-    };
+    async fn begin(pool: &sqlx::PgPool) -> StoreResult<Self::Tx> {
+        Ok(pool.begin().await?)
+    }
+
+    async fn commit(tx: Self::Tx) -> StoreResult<()> {
+        Ok(tx.commit().await?)
+    }
+
+    async fn close(pool: &sqlx::PgPool) {
+        pool.close().await;
+    }
+
+    async fn execute(held: &mut Held<Self>, stmt: Stmt<'_>) -> StoreResult<u64> {
+        let done = native(stmt).execute(pg_conn(held)).await?;
+        Ok(done.rows_affected())
+    }
+
+    async fn fetch_all(held: &mut Held<Self>, stmt: Stmt<'_>) -> StoreResult<Vec<Self::Record>> {
+        Ok(native(stmt).fetch_all(pg_conn(held)).await?)
+    }
+
+    async fn fetch_optional(
+        held: &mut Held<Self>,
+        stmt: Stmt<'_>,
+    ) -> StoreResult<Option<Self::Record>> {
+        Ok(native(stmt).fetch_optional(pg_conn(held)).await?)
+    }
+
+    async fn run_script(held: &mut Held<Self>, script: &'static str) -> StoreResult<()> {
+        sqlx::raw_sql(script).execute(pg_conn(held)).await?;
+        Ok(())
+    }
 }
 
 /// The sqlx query for a statement, with every argument bound.
-fn native<DB>(stmt: Stmt<'_>) -> sqlx::query::Query<'static, DB, DB::Arguments>
-where
-    DB: sqlx::Database,
-    for<'t> Option<&'t str>: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
-    for<'t> &'t [u8]: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
-    for<'t> i64: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
-    for<'t> f64: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
-    for<'t> bool: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
-{
+fn native(stmt: Stmt<'_>) -> sqlx::query::Query<'static, Pg, sqlx::postgres::PgArguments> {
     let mut q = match stmt.sql {
-        Cow::Borrowed(sql) => sqlx::query::<DB>(sql),
-        Cow::Owned(sql) => sqlx::query::<DB>(sqlx::AssertSqlSafe(sql)),
+        Cow::Borrowed(sql) => sqlx::query::<Pg>(sql),
+        Cow::Owned(sql) => sqlx::query::<Pg>(sqlx::AssertSqlSafe(sql)),
     };
     for arg in stmt.args {
         q = match arg {
@@ -263,9 +293,6 @@ where
     }
     q
 }
-
-driver!(sqlx::Sqlite, sqlx::sqlite::SqliteRow);
-driver!(sqlx::Postgres, sqlx::postgres::PgRow);
 
 #[cfg(test)]
 mod tests {

@@ -24,8 +24,7 @@ pub(crate) use driver::{in_list, to_i64};
 
 use crate::model::SearchQuery;
 use crate::{StoreError, StoreResult};
-use sqlx::pool::PoolConnection;
-use sqlx::{Pool, Transaction};
+use driver::Held;
 use std::marker::PhantomData;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -97,11 +96,7 @@ pub trait Dialect: Send + Sync + Sized + 'static {
 
 type Db<D> = <D as Dialect>::Driver;
 pub type Row<D> = <Db<D> as Driver>::Record;
-
-enum Held<DB: sqlx::Database> {
-    Pooled(PoolConnection<DB>),
-    Tx(Transaction<'static, DB>),
-}
+type DbPool<D> = <Db<D> as Driver>::Pool;
 
 /// A connection the core runs statements on: a pooled reader, or a write transaction that
 /// rolls back unless committed. Counts the statements it runs (see
@@ -115,12 +110,9 @@ pub struct Session<D: Dialect> {
 }
 
 impl<D: Dialect> Session<D> {
-    fn conn(&mut self) -> &mut <Db<D> as sqlx::Database>::Connection {
+    fn conn(&mut self) -> &mut Held<Db<D>> {
         self.statements.fetch_add(1, Ordering::Relaxed);
-        match &mut self.held {
-            Held::Pooled(c) => c,
-            Held::Tx(t) => t,
-        }
+        &mut self.held
     }
 
     /// Notes a write to a cached table (only transactions write).
@@ -168,7 +160,7 @@ impl<D: Dialect> Session<D> {
 
     pub async fn commit(self) -> StoreResult<()> {
         if let Held::Tx(tx) = self.held {
-            tx.commit().await?;
+            Db::<D>::commit(tx).await?;
             if self.touched_auth {
                 self.cache.invalidate();
             }
@@ -180,8 +172,8 @@ impl<D: Dialect> Session<D> {
 /// A [`crate::Store`] over one SQL database: a pool of readers and a pool of writers (the
 /// same pool on PostgreSQL; one connection on SQLite, which serialises writes).
 pub struct SqlStore<D: Dialect> {
-    reader: Pool<Db<D>>,
-    writer: Pool<Db<D>>,
+    reader: DbPool<D>,
+    writer: DbPool<D>,
     statements: Arc<AtomicU64>,
     saves: Arc<group::SaveGroup>,
     cache: Arc<cache::AuthCache>,
@@ -212,7 +204,7 @@ impl<D: Dialect> Clone for SqlStore<D> {
 }
 
 impl<D: Dialect> SqlStore<D> {
-    pub(crate) fn from_pools(reader: Pool<Db<D>>, writer: Pool<Db<D>>) -> Self {
+    pub(crate) fn from_pools(reader: DbPool<D>, writer: DbPool<D>) -> Self {
         Self {
             reader,
             writer,
@@ -340,7 +332,7 @@ impl<D: Dialect> SqlStore<D> {
 
     pub(crate) async fn read(&self) -> StoreResult<Session<D>> {
         Ok(Session {
-            held: Held::Pooled(self.reader.acquire().await?),
+            held: Held::Pooled(Db::<D>::acquire(&self.reader).await?),
             statements: self.statements.clone(),
             cache: self.cache.clone(),
             touched_auth: false,
@@ -349,7 +341,7 @@ impl<D: Dialect> SqlStore<D> {
 
     pub(crate) async fn write(&self) -> StoreResult<Session<D>> {
         Ok(Session {
-            held: Held::Tx(self.writer.begin().await?),
+            held: Held::Tx(Db::<D>::begin(&self.writer).await?),
             statements: self.statements.clone(),
             cache: self.cache.clone(),
             touched_auth: false,
@@ -369,7 +361,7 @@ impl<D: Dialect> SqlStore<D> {
 
     /// Closes the pools, waiting for checked-out connections to come back.
     pub async fn close(&self) {
-        self.reader.close().await;
-        self.writer.close().await;
+        Db::<D>::close(&self.reader).await;
+        Db::<D>::close(&self.writer).await;
     }
 }

@@ -8,9 +8,9 @@ use crate::search::{CAPPED_CANDIDATES, Plan, Term};
 use crate::sql::cache::Index;
 use crate::sql::{Dialect, SqlStore, Stmt, in_list};
 use crate::{StoreError, StoreResult};
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use std::path::Path;
-use std::time::Duration;
+
+pub(crate) mod lite;
 
 pub struct Sqlite;
 
@@ -18,7 +18,7 @@ pub struct Sqlite;
 pub type SqliteStore = SqlStore<Sqlite>;
 
 impl Dialect for Sqlite {
-    type Driver = sqlx::Sqlite;
+    type Driver = lite::Lite;
     const BACKEND: &'static str = "sqlite";
     const MIGRATIONS: &'static [Migration] = crate::embed_migrations!("sqlite");
     const SCHEMA_TABLE_EXISTS: &'static str = "SELECT COUNT(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'";
@@ -246,23 +246,7 @@ impl SqlStore<Sqlite> {
         create_private_file(path).map_err(|e| {
             StoreError::Unavailable(format!("cannot create {}: {e}", path.display()))
         })?;
-        let options = SqliteConnectOptions::new()
-            .filename(path)
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Full)
-            .foreign_keys(true)
-            .busy_timeout(Duration::from_secs(10));
-        let unavailable = |e: sqlx::Error| StoreError::Unavailable(e.to_string());
-        // A connection to a local file does not go stale, so it is not pinged before each
-        // use (a ping is one more round trip to the connection's worker thread per store call).
-        let writer = SqlitePoolOptions::new()
-            .max_connections(1)
-            .test_before_acquire(false)
-            .acquire_timeout(Duration::from_secs(30))
-            .connect_with(options.clone())
-            .await
-            .map_err(unavailable)?;
+        let writer = lite::LitePool::open(path, lite::Access::ReadWrite, 1)?;
         let setup = Self::from_pools(writer.clone(), writer.clone());
         if migrate {
             setup.migrate().await?;
@@ -275,13 +259,7 @@ impl SqlStore<Sqlite> {
             .map(|n| n.get() as u32 * 2)
             .unwrap_or(4)
             .max(4);
-        let reader = SqlitePoolOptions::new()
-            .max_connections(readers)
-            .test_before_acquire(false)
-            .acquire_timeout(Duration::from_secs(30))
-            .connect_with(options.read_only(true))
-            .await
-            .map_err(unavailable)?;
+        let reader = lite::LitePool::open(path, lite::Access::ReadOnly, readers)?;
         Ok(Self::from_pools(reader, writer))
     }
 
