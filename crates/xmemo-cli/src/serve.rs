@@ -107,8 +107,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
 }
 
 fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("XMEMO_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn,tower_http=warn"));
+    let filter = tracing_subscriber::EnvFilter::try_from_env("XMEMO_LOG").unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new("info,sqlx=warn,tower_http=warn,rmcp=warn")
+    });
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))

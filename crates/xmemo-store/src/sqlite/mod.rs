@@ -11,6 +11,7 @@ use crate::{StoreError, StoreResult};
 use std::path::Path;
 
 pub(crate) mod lite;
+mod merge;
 
 pub struct Sqlite;
 
@@ -260,6 +261,7 @@ impl SqlStore<Sqlite> {
             .unwrap_or(4)
             .max(4);
         let reader = lite::LitePool::open(path, lite::Access::ReadOnly, readers)?;
+        merge::spawn(&writer);
         Ok(Self::from_pools(reader, writer))
     }
 
