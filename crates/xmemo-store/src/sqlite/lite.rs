@@ -145,13 +145,13 @@ impl LitePool {
     }
 
     /// Runs `sql` (no arguments) outside any transaction on one of the pool's connections,
-    /// off the async worker, and answers whether it changed anything.
-    pub async fn run_alone(&self, sql: &str) -> StoreResult<bool> {
+    /// off the async worker, and answers how many row changes SQLite counted.
+    pub async fn run_alone(&self, sql: &str) -> StoreResult<u64> {
         let conn = self.acquire().await?;
         let conn = conn.conn()?;
         let before = conn.total_changes();
         blocking(|| conn.execute_batch(sql))?;
-        Ok(conn.total_changes() != before)
+        Ok(conn.total_changes().saturating_sub(before))
     }
 
     /// Waits for every connection to come back, then closes them all.

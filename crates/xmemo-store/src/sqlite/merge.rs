@@ -9,6 +9,8 @@
 //! so saves wait at most one step.
 
 use super::lite::{LitePool, WeakPool};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// How long the writer must have been idle before merging starts.
@@ -20,12 +22,14 @@ const STEP: &[&str] = &[
 ];
 
 /// Starts the maintenance of `writer`'s database on the current runtime (none outside one);
-/// it ends when the pool is closed or dropped.
-pub fn spawn(writer: &LitePool) {
+/// it ends when the pool is closed or dropped. Answers the count of merge steps run so far.
+pub fn spawn(writer: &LitePool) -> Arc<AtomicU64> {
+    let steps = Arc::new(AtomicU64::new(0));
     let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-        return;
+        return steps;
     };
     let weak = writer.downgrade();
+    let counted = steps.clone();
     runtime.spawn(async move {
         // The index as found on start is merged too (after the first pause).
         let mut merged_at = u64::MAX;
@@ -43,12 +47,13 @@ pub fn spawn(writer: &LitePool) {
                 seen = commits;
                 continue;
             }
-            match merge_until_done(&weak).await {
+            match merge_until_done(&weak, &counted).await {
                 Some(()) => merged_at = commits,
                 None => return,
             }
         }
     });
+    steps
 }
 
 fn writer_commits(weak: &WeakPool) -> Option<u64> {
@@ -59,14 +64,17 @@ fn writer_commits(weak: &WeakPool) -> Option<u64> {
 
 /// Merges step by step until a step changes nothing or saves resume; `None` once the pool is
 /// gone.
-async fn merge_until_done(weak: &WeakPool) -> Option<()> {
+async fn merge_until_done(weak: &WeakPool, steps: &AtomicU64) -> Option<()> {
     loop {
         let pool = weak.upgrade().filter(|pool| !pool.is_closed())?;
+        steps.fetch_add(1, Ordering::Relaxed);
         let before = pool.commits();
         let mut worked = false;
         for sql in STEP {
             match pool.run_alone(sql).await {
-                Ok(changed) => worked |= changed,
+                // The command counts as one change itself; FTS5 documents a difference of
+                // two or more as work done.
+                Ok(changes) => worked |= changes >= 2,
                 Err(e) => {
                     tracing::warn!(error = %e, "full-text index merge failed; retried after the next writes");
                     return Some(());
@@ -109,7 +117,7 @@ mod tests {
         .await
         .unwrap();
         drop(held);
-        spawn(&writer);
+        let steps = spawn(&writer);
         for i in 0..40 {
             let mut tx = Held::<Lite>::Tx(Lite::begin(&writer).await.unwrap());
             Lite::execute(
@@ -142,6 +150,15 @@ mod tests {
         )
         .await;
         assert_eq!(hits, 40, "merging loses no row");
+        // Once merged, the task stops: no step runs until the next writes.
+        tokio::time::sleep(QUIET * 2).await;
+        let settled = steps.load(Ordering::Relaxed);
+        tokio::time::sleep(QUIET * 3).await;
+        assert_eq!(
+            steps.load(Ordering::Relaxed),
+            settled,
+            "merge steps go on over a merged index"
+        );
         writer.close().await;
     }
 }

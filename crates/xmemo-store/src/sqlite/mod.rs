@@ -261,7 +261,7 @@ impl SqlStore<Sqlite> {
             .unwrap_or(4)
             .max(4);
         let reader = lite::LitePool::open(path, lite::Access::ReadOnly, readers)?;
-        merge::spawn(&writer);
+        let _merge_steps = merge::spawn(&writer);
         Ok(Self::from_pools(reader, writer))
     }
 
