@@ -94,6 +94,7 @@ async fn run_batch<D: Dialect>(store: &SqlStore<D>, jobs: Vec<Pending>) {
         .saves
         .batches
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    tracing::debug!(saves = jobs.len(), "group commit");
     if jobs.len() == 1 {
         for job in jobs {
             let result = skills::save_alone(store, &job.save).await;
@@ -114,7 +115,8 @@ async fn run_batch<D: Dialect>(store: &SqlStore<D>, jobs: Vec<Pending>) {
                 let _ = job.reply.send(Err(same_error(&e)));
             }
         }
-        Err(Failure::Batch) => {
+        Err(Failure::Batch(e)) => {
+            tracing::warn!(error = %e, saves = jobs.len(), "a group commit could not go on; its saves are run one by one");
             for job in jobs {
                 let result = skills::save_alone(store, &job.save).await;
                 let _ = job.reply.send(result);
@@ -125,7 +127,7 @@ async fn run_batch<D: Dialect>(store: &SqlStore<D>, jobs: Vec<Pending>) {
 
 enum Failure {
     /// The batch could not go on; nothing of it was committed.
-    Batch,
+    Batch(StoreError),
     /// COMMIT itself failed.
     Commit(StoreError),
 }
@@ -135,22 +137,22 @@ async fn batch_in_one_transaction<D: Dialect>(
     store: &SqlStore<D>,
     jobs: &[Pending],
 ) -> Result<Vec<StoreResult<SaveOutcome>>, Failure> {
-    let mut s = store.write().await.map_err(|_| Failure::Batch)?;
+    let mut s = store.write().await.map_err(Failure::Batch)?;
     let mut results = Vec::with_capacity(jobs.len());
     for job in jobs {
         s.execute(Stmt::new("SAVEPOINT group_save"))
             .await
-            .map_err(|_| Failure::Batch)?;
+            .map_err(Failure::Batch)?;
         let result = skills::save_in(&mut s, &job.save).await;
         let keep = matches!(&result, Ok(outcome) if outcome.created);
         if !keep {
             s.execute(Stmt::new("ROLLBACK TO SAVEPOINT group_save"))
                 .await
-                .map_err(|_| Failure::Batch)?;
+                .map_err(Failure::Batch)?;
         }
         s.execute(Stmt::new("RELEASE SAVEPOINT group_save"))
             .await
-            .map_err(|_| Failure::Batch)?;
+            .map_err(Failure::Batch)?;
         results.push(result);
     }
     s.commit().await.map_err(Failure::Commit)?;
