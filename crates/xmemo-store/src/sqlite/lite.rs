@@ -467,6 +467,16 @@ mod tests {
         Held::Pooled(pool_conn)
     }
 
+    /// A fresh database with `script` run on it, its one-connection writer pool and a held
+    /// connection (the directory lives as long as the first value).
+    async fn scratch(script: &'static str) -> (tempfile::TempDir, LitePool, Held<Lite>) {
+        let dir = tempfile::tempdir().unwrap();
+        let pool = LitePool::open(&dir.path().join("t.db"), Access::ReadWrite, 1).unwrap();
+        let mut h = held(pool.acquire().await.unwrap());
+        Lite::run_script(&mut h, script).await.unwrap();
+        (dir, pool, h)
+    }
+
     #[tokio::test]
     async fn numbered_parameters_bind_by_number_in_any_order() {
         let dir = tempfile::tempdir().unwrap();
@@ -513,15 +523,8 @@ mod tests {
 
     #[tokio::test]
     async fn a_limit_parameter_does_not_make_sqlite_prepare_again() {
-        let dir = tempfile::tempdir().unwrap();
-        let pool = LitePool::open(&dir.path().join("t.db"), Access::ReadWrite, 1).unwrap();
-        let mut h = held(pool.acquire().await.unwrap());
-        Lite::run_script(
-            &mut h,
-            "CREATE TABLE t (n INTEGER); INSERT INTO t VALUES (1), (2), (3);",
-        )
-        .await
-        .unwrap();
+        let (_dir, _pool, mut h) =
+            scratch("CREATE TABLE t (n INTEGER); INSERT INTO t VALUES (1), (2), (3);").await;
         let sql = "SELECT n FROM t WHERE n > $1 ORDER BY n LIMIT $2";
         for floor in 0..3i64 {
             let rows = Lite::fetch_all(&mut h, Stmt::new(sql).bind(floor).bind(2i64))
@@ -577,15 +580,8 @@ mod tests {
 
     #[tokio::test]
     async fn unique_violations_are_conflicts() {
-        let dir = tempfile::tempdir().unwrap();
-        let pool = LitePool::open(&dir.path().join("t.db"), Access::ReadWrite, 1).unwrap();
-        let mut h = held(pool.acquire().await.unwrap());
-        Lite::run_script(
-            &mut h,
-            "CREATE TABLE t (n INTEGER PRIMARY KEY, u TEXT UNIQUE)",
-        )
-        .await
-        .unwrap();
+        let (_dir, _pool, mut h) =
+            scratch("CREATE TABLE t (n INTEGER PRIMARY KEY, u TEXT UNIQUE)").await;
         Lite::execute(&mut h, Stmt::new("INSERT INTO t VALUES (1, 'a')"))
             .await
             .unwrap();
