@@ -68,7 +68,7 @@ const SQLITE_CONSTRAINT_PRIMARYKEY: i32 = 1555;
 const SQLITE_CONSTRAINT_UNIQUE: i32 = 2067;
 
 /// A SQLite failure by its extended result code.
-pub(crate) fn classify_sqlite(extended_code: i32, message: &str) -> StoreError {
+fn classify_sqlite(extended_code: i32, message: &str) -> StoreError {
     if matches!(
         extended_code,
         SQLITE_CONSTRAINT_UNIQUE | SQLITE_CONSTRAINT_PRIMARYKEY
@@ -95,6 +95,19 @@ impl From<sqlx::Error> for StoreError {
             | sqlx::Error::PoolClosed
             | sqlx::Error::Io(_)
             | sqlx::Error::Tls(_) => StoreError::Unavailable(err.to_string()),
+            _ => StoreError::Internal(err.to_string()),
+        }
+    }
+}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(err: rusqlite::Error) -> Self {
+        match &err {
+            rusqlite::Error::QueryReturnedNoRows => StoreError::NotFound("row".into()),
+            rusqlite::Error::SqliteFailure(failure, message) => {
+                let message = message.clone().unwrap_or_else(|| failure.to_string());
+                classify_sqlite(failure.extended_code, &message)
+            }
             _ => StoreError::Internal(err.to_string()),
         }
     }

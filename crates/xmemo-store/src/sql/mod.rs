@@ -110,7 +110,8 @@ pub struct Session<D: Dialect> {
 }
 
 impl<D: Dialect> Session<D> {
-    fn conn(&mut self) -> &mut Held<Db<D>> {
+    /// The held connection, counting the statement about to run on it.
+    fn counted(&mut self) -> &mut Held<Db<D>> {
         self.statements.fetch_add(1, Ordering::Relaxed);
         &mut self.held
     }
@@ -125,17 +126,17 @@ impl<D: Dialect> Session<D> {
 
     pub async fn execute(&mut self, stmt: Stmt<'_>) -> StoreResult<u64> {
         self.watch(&stmt);
-        Db::<D>::execute(self.conn(), stmt).await
+        Db::<D>::execute(self.counted(), stmt).await
     }
 
     pub async fn all(&mut self, stmt: Stmt<'_>) -> StoreResult<Vec<Row<D>>> {
         self.watch(&stmt);
-        Db::<D>::fetch_all(self.conn(), stmt).await
+        Db::<D>::fetch_all(self.counted(), stmt).await
     }
 
     pub async fn optional(&mut self, stmt: Stmt<'_>) -> StoreResult<Option<Row<D>>> {
         self.watch(&stmt);
-        Db::<D>::fetch_optional(self.conn(), stmt).await
+        Db::<D>::fetch_optional(self.counted(), stmt).await
     }
 
     /// Exactly one row; none is `NotFound(what)`.
@@ -147,7 +148,7 @@ impl<D: Dialect> Session<D> {
 
     pub async fn script(&mut self, script: &'static str) -> StoreResult<()> {
         self.touched_auth = true;
-        Db::<D>::run_script(self.conn(), script).await
+        Db::<D>::run_script(self.counted(), script).await
     }
 
     /// Runs an optional dialect statement (a lock) that returns nothing of interest.

@@ -3,8 +3,10 @@
 //! A statement against a local file takes microseconds, about what handing it to a worker
 //! thread and waking the task again costs (sqlx-sqlite gives every connection a thread and
 //! every statement a round trip to it: most of a recall's CPU went to the scheduler). So
-//! statements run where the request runs; only a commit, which waits for fsync, leaves the
-//! async worker ([`tokio::task::block_in_place`]) so the other requests on it go on.
+//! statements run where the request runs. What may wait — a commit for its fsync, `BEGIN
+//! IMMEDIATE` for another process's write lock (an `xmemo admin` command), a migration
+//! script — leaves the async worker ([`tokio::task::block_in_place`]) so the other requests on
+//! it go on.
 //!
 //! A pool is a bounded set of connections opened on first use; a writer pool holds one, which
 //! serialises every write transaction of the process.
@@ -411,7 +413,8 @@ impl Driver for Lite {
 
     async fn begin(pool: &LitePool) -> StoreResult<LiteTx> {
         let conn = pool.acquire().await?;
-        conn.conn()?.execute_batch("BEGIN IMMEDIATE")?;
+        let raw = conn.conn()?;
+        blocking(|| raw.execute_batch("BEGIN IMMEDIATE"))?;
         Ok(LiteTx { conn, open: true })
     }
 
@@ -443,19 +446,6 @@ impl Driver for Lite {
         let conn = connection(held)?;
         blocking(|| conn.execute_batch(script))?;
         Ok(())
-    }
-}
-
-impl From<rusqlite::Error> for StoreError {
-    fn from(err: rusqlite::Error) -> Self {
-        match &err {
-            rusqlite::Error::QueryReturnedNoRows => StoreError::NotFound("row".into()),
-            rusqlite::Error::SqliteFailure(failure, message) => {
-                let message = message.clone().unwrap_or_else(|| failure.to_string());
-                crate::error::classify_sqlite(failure.extended_code, &message)
-            }
-            _ => StoreError::Internal(err.to_string()),
-        }
     }
 }
 

@@ -2,8 +2,9 @@
 //!
 //! FTS5 writes every transaction's rows as a new b-tree segment and merges segments only a few
 //! at a time, so an index built by many small saves holds dozens of them, and every word of a
-//! query is looked up in each: at 1,000 skills a Level 0 search took 1.68 ms on the index as
-//! the saves left it and 1.05 ms on the same index merged. After a pause in writes, this task
+//! query is looked up in each (a 1,000-skill index held 66 records as the saves left it, 44
+//! merged; the search-time gain at that size was not established, docs/benchmarks.md).
+//! After a pause in writes, this task
 //! merges a bounded number of pages at a time (`'merge', -N`: every segment is eligible, so
 //! repeated runs end with one) until a run changes nothing, taking the writer like any write,
 //! so saves wait at most one step.
