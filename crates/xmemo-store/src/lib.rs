@@ -3,6 +3,7 @@
 #![forbid(unsafe_code)]
 
 pub mod error;
+pub mod fulltext;
 pub mod migrate;
 pub mod model;
 pub mod postgres;

@@ -1,0 +1,747 @@
+//! An in-memory full-text index: the ranking half of Level 0 search and of memory recall.
+//!
+//! Ranking with the database's own full-text engines cost a few hundred microseconds to a few
+//! milliseconds per query at 100k rows (SQLite FTS5 counts every row holding a query word to
+//! compute BM25's IDF and reads each candidate's stored row to check its workspace; PostgreSQL
+//! ranks every match). Here a query touches a bounded number of postings held in memory; the
+//! database then only hydrates the few rows that rank (see `sql::level0`).
+//!
+//! Scoring is BM25 (k1 = 1.2, b = 0.75) as FTS5 computes it: for each query word, `f` is the
+//! weighted count of the word in the row (each field has a weight), the row's length is its
+//! number of words, and a word held by more than half the rows has (almost) no weight. Words
+//! are letters and digits, lowercased and stemmed (Snowball English); the last word of a
+//! query is also matched as a prefix, for search-as-you-type. Rows holding every query word
+//! rank before the others.
+//!
+//! Bounded work: the postings of the rarest words are read whole, within a budget; for words
+//! too common to fit, only their postings in heavily weighted fields (slug, name, title, tags)
+//! are read, and their other postings are looked up (binary search) for the rows already
+//! found. A query made only of very common words therefore ranks the rows naming them in a
+//! heavy field, not every row holding them somewhere.
+//!
+//! Removed rows leave dead postings behind (skipped, and counted in a word's document count)
+//! until dead rows reach a quarter of the index, which is then compacted.
+
+use rust_stemmers::{Algorithm, Stemmer};
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
+
+const K1: f32 = 1.2;
+const B: f32 = 0.75;
+/// Postings a query reads in full, over all its words (the rest are probed per candidate).
+pub const SCAN_BUDGET: usize = 8192;
+/// Index words a query's prefix word may expand to.
+pub const PREFIX_EXPANSIONS: usize = 64;
+/// Candidates whose score is completed by probing the postings that were not read.
+pub const COMPLETE_CAP: usize = 2048;
+/// Query words considered (as `crate::search::terms`).
+const MAX_QUERY_WORDS: usize = 16;
+
+/// The fields of an index's rows, in the order [`Index::upsert`] takes them.
+#[derive(Debug)]
+pub struct Schema {
+    /// BM25 weight of each field.
+    pub weights: &'static [f32],
+    /// Postings whose weighted count reaches this are "strong" (the word is in a heavy field):
+    /// always read, even for very common words.
+    pub strong_at: f32,
+}
+
+/// Skills' Level 0 rows: slug (its words), name, description — the weights FTS5 ranks with.
+pub const SKILLS: Schema = Schema {
+    weights: &[10.0, 5.0, 1.0],
+    strong_at: 5.0,
+};
+
+/// Memories: title, content, tags.
+pub const MEMORIES: Schema = Schema {
+    weights: &[5.0, 1.0, 5.0],
+    strong_at: 5.0,
+};
+
+/// The words of `text`: runs of letters and digits, lowercased.
+pub fn words(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Posting {
+    doc: u32,
+    /// Weighted count of the word in the row.
+    f: f32,
+}
+
+#[derive(Debug, Default)]
+struct Lists {
+    strong: Vec<Posting>,
+    weak: Vec<Posting>,
+    /// Largest `f` in `weak` (bounds what a weak posting can add).
+    weak_max: f32,
+}
+
+impl Lists {
+    fn df(&self) -> usize {
+        self.strong.len() + self.weak.len()
+    }
+}
+
+#[derive(Debug)]
+struct Doc {
+    key: Box<str>,
+    workspace: u32,
+    len: u32,
+    live: bool,
+}
+
+/// One ranked row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hit {
+    pub key: String,
+    pub score: f64,
+    /// The row holds every word of the query.
+    pub all_words: bool,
+}
+
+/// An in-memory inverted index of rows `(key, workspace, fields…)`.
+pub struct Index {
+    schema: &'static Schema,
+    stemmer: Stemmer,
+    dict: BTreeMap<Box<str>, u32>,
+    lists: Vec<Lists>,
+    docs: Vec<Doc>,
+    by_key: HashMap<Box<str>, u32>,
+    workspaces: HashMap<Box<str>, u32>,
+    live: u32,
+    live_len: u64,
+}
+
+impl std::fmt::Debug for Index {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Index")
+            .field("rows", &self.live)
+            .field("words", &self.dict.len())
+            .finish()
+    }
+}
+
+/// A query word resolved against the dictionary.
+struct QueryWord {
+    ids: Vec<u32>,
+    idf: f32,
+    df: usize,
+}
+
+/// Per-thread scratch space of a query: a dense score array reused across queries, so a
+/// query costs what it touches, not the size of the index.
+#[derive(Default)]
+struct Scratch {
+    score: Vec<f32>,
+    mask: Vec<u32>,
+    touched: Vec<u32>,
+}
+
+thread_local! {
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+}
+
+impl Index {
+    pub fn new(schema: &'static Schema) -> Self {
+        Self {
+            schema,
+            stemmer: Stemmer::create(Algorithm::English),
+            dict: BTreeMap::new(),
+            lists: Vec::new(),
+            docs: Vec::new(),
+            by_key: HashMap::new(),
+            workspaces: HashMap::new(),
+            live: 0,
+            live_len: 0,
+        }
+    }
+
+    /// Rows in the index.
+    pub fn len(&self) -> usize {
+        self.live as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.live == 0
+    }
+
+    /// Whether `key` is in the index.
+    pub fn contains(&self, key: &str) -> bool {
+        self.by_key.contains_key(key)
+    }
+
+    fn stem(&self, word: &str) -> String {
+        self.stemmer.stem(word).into_owned()
+    }
+
+    /// Adds the row, replacing the row of the same key. `fields` follow the schema's order
+    /// (missing fields are empty).
+    pub fn upsert(&mut self, key: &str, workspace: &str, fields: &[&str]) {
+        self.remove(key);
+        let next = self.workspaces.len() as u32;
+        let workspace = *self.workspaces.entry(Box::from(workspace)).or_insert(next);
+        let mut counts: HashMap<String, f32> = HashMap::new();
+        let mut len = 0u32;
+        for (field, text) in fields.iter().enumerate() {
+            let weight = self.schema.weights.get(field).copied().unwrap_or(0.0);
+            for word in words(text) {
+                len = len.saturating_add(1);
+                *counts.entry(self.stem(&word)).or_insert(0.0) += weight;
+            }
+        }
+        let Ok(doc) = u32::try_from(self.docs.len()) else {
+            return;
+        };
+        for (word, f) in counts {
+            if f <= 0.0 {
+                continue;
+            }
+            let id = match self.dict.get(word.as_str()) {
+                Some(id) => *id,
+                None => {
+                    let id = self.lists.len() as u32;
+                    self.dict.insert(word.into_boxed_str(), id);
+                    self.lists.push(Lists::default());
+                    id
+                }
+            };
+            let lists = &mut self.lists[id as usize];
+            if f >= self.schema.strong_at {
+                lists.strong.push(Posting { doc, f });
+            } else {
+                lists.weak.push(Posting { doc, f });
+                lists.weak_max = lists.weak_max.max(f);
+            }
+        }
+        self.docs.push(Doc {
+            key: Box::from(key),
+            workspace,
+            len,
+            live: true,
+        });
+        self.by_key.insert(Box::from(key), doc);
+        self.live += 1;
+        self.live_len += u64::from(len);
+    }
+
+    /// Removes the row of `key` (its postings die with it); `false` when there was none.
+    pub fn remove(&mut self, key: &str) -> bool {
+        let Some(doc) = self.by_key.remove(key) else {
+            return false;
+        };
+        if let Some(d) = self.docs.get_mut(doc as usize) {
+            d.live = false;
+            self.live = self.live.saturating_sub(1);
+            self.live_len = self.live_len.saturating_sub(u64::from(d.len));
+        }
+        let dead = self.docs.len() - self.live as usize;
+        if dead >= 1024 && dead * 4 >= self.docs.len() {
+            self.compact();
+        }
+        true
+    }
+
+    /// Drops dead rows and their postings, renumbering the rest in the same order (so every
+    /// list stays sorted by row number).
+    fn compact(&mut self) {
+        let mut renumber = vec![u32::MAX; self.docs.len()];
+        let mut docs = Vec::with_capacity(self.live as usize);
+        for (old, doc) in std::mem::take(&mut self.docs).into_iter().enumerate() {
+            if doc.live {
+                renumber[old] = docs.len() as u32;
+                docs.push(doc);
+            }
+        }
+        let keep = |list: &mut Vec<Posting>| {
+            list.retain_mut(|p| match renumber.get(p.doc as usize) {
+                Some(&n) if n != u32::MAX => {
+                    p.doc = n;
+                    true
+                }
+                _ => false,
+            });
+        };
+        for lists in &mut self.lists {
+            keep(&mut lists.strong);
+            keep(&mut lists.weak);
+            lists.weak_max = lists.weak.iter().map(|p| p.f).fold(0.0, f32::max);
+        }
+        self.by_key = docs
+            .iter()
+            .enumerate()
+            .map(|(n, d)| (d.key.clone(), n as u32))
+            .collect();
+        self.docs = docs;
+    }
+
+    /// The query's words: stemmed, without repeats, the last one also as a prefix.
+    fn resolve(&self, query: &str) -> Vec<QueryWord> {
+        let raw: Vec<String> = words(query).take(MAX_QUERY_WORDS).collect();
+        let n = self.live.max(1) as f32;
+        let mut out: Vec<(String, QueryWord)> = Vec::new();
+        for (i, word) in raw.iter().enumerate() {
+            let stem = self.stem(word);
+            let prefix = i + 1 == raw.len();
+            let mut ids: Vec<u32> = self.dict.get(stem.as_str()).copied().into_iter().collect();
+            if prefix {
+                for start in [stem.as_str(), word.as_str()] {
+                    for (term, id) in self.dict.range::<str, _>((
+                        std::ops::Bound::Included(start),
+                        std::ops::Bound::Unbounded,
+                    )) {
+                        if !term.starts_with(start) || ids.len() >= PREFIX_EXPANSIONS {
+                            break;
+                        }
+                        if !ids.contains(id) {
+                            ids.push(*id);
+                        }
+                    }
+                }
+            }
+            match out.iter_mut().find(|(s, _)| *s == stem) {
+                Some((_, same)) => {
+                    for id in ids {
+                        if !same.ids.contains(&id) {
+                            same.ids.push(id);
+                        }
+                    }
+                }
+                None => out.push((
+                    stem,
+                    QueryWord {
+                        ids,
+                        idf: 0.0,
+                        df: 0,
+                    },
+                )),
+            }
+        }
+        out.into_iter()
+            .map(|(_, mut w)| {
+                w.df = w
+                    .ids
+                    .iter()
+                    .map(|id| self.lists[*id as usize].df())
+                    .sum::<usize>();
+                let df = w.df.min(self.live as usize) as f32;
+                let idf = ((n - df + 0.5) / (df + 0.5)).ln();
+                // As FTS5: a word held by most rows weighs (almost) nothing.
+                w.idf = if idf > 0.0 { idf } else { 1e-6 };
+                w
+            })
+            .collect()
+    }
+
+    /// The `k` best rows of `workspaces` for `query`: rows holding every word first, then by
+    /// BM25, best first.
+    pub fn search(&self, query: &str, workspaces: &[&str], k: usize) -> Vec<Hit> {
+        let allowed: Vec<u32> = workspaces
+            .iter()
+            .filter_map(|w| self.workspaces.get(*w).copied())
+            .collect();
+        if allowed.is_empty() || k == 0 || self.live == 0 {
+            return vec![];
+        }
+        let mut query_words = self.resolve(query);
+        if query_words.is_empty() {
+            return vec![];
+        }
+        query_words.sort_by_key(|w| w.df);
+        SCRATCH.with(|scratch| {
+            let mut scratch = scratch.borrow_mut();
+            self.rank(&query_words, &allowed, k, &mut scratch)
+        })
+    }
+
+    fn rank(
+        &self,
+        query_words: &[QueryWord],
+        allowed: &[u32],
+        k: usize,
+        scratch: &mut Scratch,
+    ) -> Vec<Hit> {
+        if scratch.score.len() < self.docs.len() {
+            scratch.score.resize(self.docs.len(), 0.0);
+            scratch.mask.resize(self.docs.len(), 0);
+        }
+        let avgdl = (self.live_len as f32 / self.live.max(1) as f32).max(1.0);
+        let norm = |len: u32| K1 * (1.0 - B + B * len as f32 / avgdl);
+        let impact = |f: f32, len: u32| f * (K1 + 1.0) / (f + norm(len));
+        let full_mask: u32 = if query_words.len() >= 32 {
+            u32::MAX
+        } else {
+            (1u32 << query_words.len()) - 1
+        };
+
+        // Which lists are read whole: the rarest words' lists while the budget lasts, and the
+        // strong lists of the others; the rest (`pending`) are probed per candidate.
+        let mut budget = SCAN_BUDGET;
+        // Postings not read whole: the part of a list still unread, probed per candidate.
+        let mut pending: Vec<(usize, &[Posting])> = Vec::new();
+        let add = |bit: usize, p: &Posting, scratch: &mut Scratch, idf: f32| {
+            let d = p.doc as usize;
+            let doc = &self.docs[d];
+            if !doc.live || !allowed.contains(&doc.workspace) {
+                return;
+            }
+            if scratch.mask[d] == 0 {
+                scratch.touched.push(p.doc);
+            }
+            scratch.score[d] += idf * impact(p.f, doc.len);
+            scratch.mask[d] |= 1 << bit;
+        };
+        let read = |bit: usize, list: &[Posting], scratch: &mut Scratch, idf: f32| {
+            for p in list {
+                add(bit, p, scratch, idf);
+            }
+        };
+        for (bit, w) in query_words.iter().enumerate() {
+            let whole = w.df <= budget;
+            for id in &w.ids {
+                let lists = &self.lists[*id as usize];
+                for (list, strong) in [(lists.strong.as_slice(), true), (&lists.weak, false)] {
+                    if whole || (strong && list.len() <= budget) {
+                        budget -= list.len();
+                        read(bit, list, scratch, w.idf);
+                    } else if strong && budget > 0 {
+                        // A strong list larger than what is left: its first part is read,
+                        // the rest probed.
+                        let (head, rest) = list.split_at(budget);
+                        budget = 0;
+                        read(bit, head, scratch, w.idf);
+                        pending.push((bit, rest));
+                    } else if !list.is_empty() {
+                        pending.push((bit, list));
+                    }
+                }
+            }
+        }
+        // Too few rows found (only very common words): draw more from the unread postings,
+        // in list order; they are scored like the others.
+        for (bit, rest) in pending.iter_mut() {
+            if scratch.touched.len() >= k * 4 {
+                break;
+            }
+            let mut end = 0;
+            while end < rest.len() && scratch.touched.len() < k * 4 {
+                add(*bit, &rest[end], scratch, query_words[*bit].idf);
+                end += 1;
+            }
+            *rest = &rest[end..];
+        }
+        let mut candidates: Vec<u32> = std::mem::take(&mut scratch.touched);
+        if pending.iter().any(|(_, rest)| !rest.is_empty()) {
+            if candidates.len() > COMPLETE_CAP {
+                candidates.select_nth_unstable_by(COMPLETE_CAP, |a, b| {
+                    scratch.score[*b as usize].total_cmp(&scratch.score[*a as usize])
+                });
+                for d in &candidates[COMPLETE_CAP..] {
+                    scratch.score[*d as usize] = 0.0;
+                    scratch.mask[*d as usize] = 0;
+                }
+                candidates.truncate(COMPLETE_CAP);
+            }
+            for d in &candidates {
+                let len = self.docs[*d as usize].len;
+                for (bit, rest) in &pending {
+                    if let Ok(at) = rest.binary_search_by_key(d, |p| p.doc) {
+                        let i = *d as usize;
+                        scratch.score[i] += query_words[*bit].idf * impact(rest[at].f, len);
+                        scratch.mask[i] |= 1 << *bit;
+                    }
+                }
+            }
+        }
+        let key = |d: u32| {
+            let i = d as usize;
+            ((scratch.mask[i] & full_mask) == full_mask, scratch.score[i])
+        };
+        let better = |a: &u32, b: &u32| {
+            let (ka, kb) = (key(*a), key(*b));
+            kb.0.cmp(&ka.0).then(kb.1.total_cmp(&ka.1)).then(a.cmp(b))
+        };
+        if candidates.len() > k {
+            candidates.select_nth_unstable_by(k, better);
+        }
+        let mut top: Vec<u32> = candidates.iter().take(k).copied().collect();
+        top.sort_by(better);
+        let hits = top
+            .iter()
+            .map(|d| {
+                let (all_words, score) = key(*d);
+                Hit {
+                    key: self.docs[*d as usize].key.to_string(),
+                    score: f64::from(score),
+                    all_words,
+                }
+            })
+            .collect();
+        for d in &candidates {
+            scratch.score[*d as usize] = 0.0;
+            scratch.mask[*d as usize] = 0;
+        }
+        candidates.clear();
+        scratch.touched = candidates;
+        hits
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn skills(rows: &[(&str, &str, &str, &str, &str)]) -> Index {
+        let mut index = Index::new(&SKILLS);
+        for (key, ws, slug, name, description) in rows {
+            index.upsert(key, ws, &[slug, name, description]);
+        }
+        index
+    }
+
+    fn keys(hits: &[Hit]) -> Vec<&str> {
+        hits.iter().map(|h| h.key.as_str()).collect()
+    }
+
+    #[test]
+    fn heavy_fields_rank_first_and_other_workspaces_are_invisible() {
+        let index = skills(&[
+            (
+                "a",
+                "w1",
+                "notes",
+                "Notes",
+                "how we deploy the billing service",
+            ),
+            (
+                "b",
+                "w1",
+                "deploy billing",
+                "Deploy billing",
+                "the release steps",
+            ),
+            (
+                "c",
+                "w2",
+                "deploy billing",
+                "Deploy billing",
+                "someone else's",
+            ),
+            ("d", "w1", "unrelated", "Unrelated", "nothing to see"),
+        ]);
+        let hits = index.search("deploy", &["w1"], 10);
+        assert_eq!(keys(&hits), vec!["b", "a"]);
+        assert!(hits[0].score > hits[1].score);
+        assert_eq!(keys(&index.search("deploy", &["w2"], 10)), vec!["c"]);
+        assert!(index.search("deploy", &["w3"], 10).is_empty());
+    }
+
+    #[test]
+    fn rows_holding_every_word_come_first_even_with_a_lower_score() {
+        let index = skills(&[
+            ("one", "w", "zebra zebra", "Zebra", "a zebra"),
+            ("both", "w", "misc", "Misc", "zebra and lion"),
+            ("filler1", "w", "x", "X", "lion"),
+            ("filler2", "w", "y", "Y", "other"),
+        ]);
+        let hits = index.search("zebra lion", &["w"], 10);
+        assert_eq!(hits[0].key, "both");
+        assert!(hits[0].all_words);
+        assert!(!hits[1].all_words);
+        assert!(hits[1].score > hits[0].score, "{hits:?}");
+    }
+
+    #[test]
+    fn words_are_stemmed_and_the_last_one_is_a_prefix() {
+        let index = skills(&[
+            ("a", "w", "deployment", "Deployment", "deploying services"),
+            ("b", "w", "other", "Other", "nothing"),
+        ]);
+        assert_eq!(keys(&index.search("deploys", &["w"], 10)), vec!["a"]);
+        assert_eq!(keys(&index.search("deplo", &["w"], 10)), vec!["a"]);
+        // Only the last word is a prefix.
+        assert!(index.search("deplo other", &["w"], 10)[0].key == "b");
+        assert!(index.search("-- ** ", &["w"], 10).is_empty());
+    }
+
+    #[test]
+    fn upsert_replaces_and_remove_forgets() {
+        let mut index = skills(&[("a", "w", "alpha", "Alpha", "first")]);
+        index.upsert("a", "w", &["beta", "Beta", "second"]);
+        assert_eq!(index.len(), 1);
+        assert!(index.search("alpha", &["w"], 10).is_empty());
+        assert_eq!(keys(&index.search("beta", &["w"], 10)), vec!["a"]);
+        assert!(index.remove("a"));
+        assert!(!index.remove("a"));
+        assert!(index.search("beta", &["w"], 10).is_empty());
+        assert!(index.is_empty());
+    }
+
+    /// A tiny deterministic generator, so the corpora below are the same on every run.
+    struct Lcg(u64);
+    impl Lcg {
+        fn next(&mut self, n: usize) -> usize {
+            self.0 = self
+                .0
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((self.0 >> 33) as usize) % n
+        }
+    }
+
+    fn corpus(rows: usize, vocabulary: usize, seed: u64) -> Vec<(String, String, Vec<String>)> {
+        let mut rng = Lcg(seed);
+        let word = |rng: &mut Lcg| format!("w{:05}", rng.next(vocabulary));
+        (0..rows)
+            .map(|i| {
+                let name: Vec<String> = (0..3).map(|_| word(&mut rng)).collect();
+                let description: Vec<String> = (0..12).map(|_| word(&mut rng)).collect();
+                (
+                    format!("k{i}"),
+                    format!("ws{}", rng.next(3)),
+                    vec![name.join(" "), name.join(" "), description.join(" ")],
+                )
+            })
+            .collect()
+    }
+
+    /// BM25 over every row, as the index defines it, without any bound on the work.
+    fn exhaustive(
+        rows: &[(String, String, Vec<String>)],
+        query: &[&str],
+        workspaces: &[&str],
+        k: usize,
+    ) -> Vec<(String, bool)> {
+        let stemmer = Stemmer::create(Algorithm::English);
+        let counts: Vec<(HashMap<String, f32>, u32)> = rows
+            .iter()
+            .map(|(_, _, fields)| {
+                let mut c = HashMap::new();
+                let mut len = 0;
+                for (i, text) in fields.iter().enumerate() {
+                    for w in words(text) {
+                        len += 1;
+                        *c.entry(stemmer.stem(&w).into_owned()).or_insert(0.0) += SKILLS.weights[i];
+                    }
+                }
+                (c, len)
+            })
+            .collect();
+        let n = rows.len() as f32;
+        let avgdl = counts.iter().map(|(_, l)| *l as f32).sum::<f32>() / n;
+        let idfs: Vec<(String, f32)> = query
+            .iter()
+            .map(|q| {
+                let stem = stemmer.stem(q).into_owned();
+                let df = counts.iter().filter(|(c, _)| c.contains_key(&stem)).count() as f32;
+                let idf = ((n - df + 0.5) / (df + 0.5)).ln();
+                (stem, if idf > 0.0 { idf } else { 1e-6 })
+            })
+            .collect();
+        // Ties keep the order rows were added in, as the index does.
+        let mut scored: Vec<(String, bool, f32)> = rows
+            .iter()
+            .zip(&counts)
+            .filter(|((_, ws, _), _)| workspaces.contains(&ws.as_str()))
+            .filter_map(|((key, _, _), (c, len))| {
+                let mut score = 0.0;
+                let mut held = 0;
+                for (stem, idf) in &idfs {
+                    if let Some(f) = c.get(stem) {
+                        held += 1;
+                        score +=
+                            *idf * f * (K1 + 1.0) / (f + K1 * (1.0 - B + B * *len as f32 / avgdl));
+                    }
+                }
+                (held > 0).then(|| (key.clone(), held == query.len(), score))
+            })
+            .collect();
+        scored.sort_by(|a, b| b.1.cmp(&a.1).then(b.2.total_cmp(&a.2)));
+        scored
+            .into_iter()
+            .take(k)
+            .map(|(k, all, _)| (k, all))
+            .collect()
+    }
+
+    #[test]
+    fn within_the_budget_the_ranking_is_exact_bm25() {
+        let rows = corpus(2000, 3000, 7);
+        let mut index = Index::new(&SKILLS);
+        for (key, ws, fields) in &rows {
+            let fields: Vec<&str> = fields.iter().map(String::as_str).collect();
+            index.upsert(key, ws, &fields);
+        }
+        let mut rng = Lcg(99);
+        for _ in 0..200 {
+            let query: Vec<String> = (0..1 + rng.next(3))
+                .map(|_| format!("w{:05}", rng.next(3000)))
+                .collect();
+            let query: Vec<&str> = query.iter().map(String::as_str).collect();
+            // Fixed-width words: the last word, a prefix, matches only itself.
+            let text = query.join(" ");
+            let got: Vec<(String, bool)> = index
+                .search(&text, &["ws0", "ws2"], 10)
+                .into_iter()
+                .map(|h| (h.key, h.all_words))
+                .collect();
+            assert_eq!(
+                got,
+                exhaustive(&rows, &query, &["ws0", "ws2"], 10),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn compaction_keeps_every_answer() {
+        let rows = corpus(3000, 500, 3);
+        let mut churned = Index::new(&SKILLS);
+        let mut fresh = Index::new(&SKILLS);
+        for (i, (key, ws, fields)) in rows.iter().enumerate() {
+            let fields: Vec<&str> = fields.iter().map(String::as_str).collect();
+            churned.upsert(key, ws, &fields);
+            if i % 2 == 1 {
+                fresh.upsert(key, ws, &fields);
+            }
+        }
+        let before = churned.docs.len();
+        for (key, _, _) in rows.iter().step_by(2) {
+            assert!(churned.remove(key));
+        }
+        assert!(churned.docs.len() < before, "no compaction happened");
+        assert_eq!(churned.len(), fresh.len());
+        churned.compact();
+        for w in 0..500 {
+            let q = format!("w{w:05}");
+            assert_eq!(
+                churned.search(&q, &["ws0", "ws1", "ws2"], 10),
+                fresh.search(&q, &["ws0", "ws1", "ws2"], 10),
+                "{q}"
+            );
+        }
+    }
+
+    #[test]
+    fn very_common_words_are_answered_from_their_heavy_fields_within_the_budget() {
+        // Every row holds "common" in its description; one in ten names it.
+        let mut index = Index::new(&SKILLS);
+        for i in 0..40_000 {
+            let name = if i % 10 == 0 { "common thing" } else { "thing" };
+            index.upsert(&format!("k{i}"), "w", &["x", name, "a common description"]);
+        }
+        let hits = index.search("common ", &["w"], 10);
+        assert_eq!(hits.len(), 10);
+        for h in &hits {
+            let n: usize = h.key[1..].parse().unwrap_or(1);
+            assert_eq!(n % 10, 0, "{h:?} does not name the word");
+        }
+        // Only common words, none in a heavy field: still answered.
+        let hits = index.search("description ", &["w"], 10);
+        assert_eq!(hits.len(), 10);
+    }
+}
