@@ -568,11 +568,11 @@ async fn every_spec_error_code_is_reachable_through_mcp() {
             .is_err()
     );
 
-    // SERVICE_UNAVAILABLE: the store fails under a tool call (full-text index dropped):
-    // retryable, no SQL text in the message.
+    // SERVICE_UNAVAILABLE: the store fails under a tool call (the full-text change log every
+    // search reads is dropped): retryable, no SQL text in the message.
     let conn = rusqlite::Connection::open(&s.db_path).expect("side connection");
-    conn.execute_batch("DROP TABLE skills_fts")
-        .expect("drop fts");
+    conn.execute_batch("DROP TABLE fulltext_log")
+        .expect("drop the log");
     let r = call(&client, "recall_cloud_skill", json!({"query": "pinned"}))
         .await
         .expect("call");
@@ -583,7 +583,7 @@ async fn every_spec_error_code_is_reachable_through_mcp() {
         !e["error"]["message"]
             .as_str()
             .unwrap_or("")
-            .contains("skills_fts")
+            .contains("fulltext_log")
     );
 }
 

@@ -34,6 +34,9 @@ pub const SCAN_BUDGET: usize = 8192;
 pub const PREFIX_EXPANSIONS: usize = 64;
 /// Candidates whose score is completed by probing the postings that were not read.
 pub const COMPLETE_CAP: usize = 2048;
+/// A word held by more than half the rows and by at least this many is very common: it
+/// weighs nothing in BM25 and is not required of the rows holding "every word".
+pub const VERY_COMMON_ROWS: usize = 5_000;
 /// Query words considered (as `crate::search::terms`).
 const MAX_QUERY_WORDS: usize = 16;
 
@@ -372,10 +375,18 @@ impl Index {
         let avgdl = (self.live_len as f32 / self.live.max(1) as f32).max(1.0);
         let norm = |len: u32| K1 * (1.0 - B + B * len as f32 / avgdl);
         let impact = |f: f32, len: u32| f * (K1 + 1.0) / (f + norm(len));
-        let full_mask: u32 = if query_words.len() >= 32 {
-            u32::MAX
-        } else {
+        // "Every word" means every word but the very common ones: a word most rows of a
+        // large index hold (the query's "the") is not required, unless the query has nothing
+        // else. In a small index every word counts.
+        let weighing: u32 = query_words
+            .iter()
+            .enumerate()
+            .filter(|(_, w)| w.idf > 1e-6 || w.df < VERY_COMMON_ROWS)
+            .fold(0, |mask, (bit, _)| mask | (1 << bit));
+        let full_mask = if weighing == 0 {
             (1u32 << query_words.len()) - 1
+        } else {
+            weighing
         };
 
         // Which lists are read whole: the rarest words' lists while the budget lasts, and the
@@ -553,6 +564,29 @@ mod tests {
         assert!(hits[0].all_words);
         assert!(!hits[1].all_words);
         assert!(hits[1].score > hits[0].score, "{hits:?}");
+    }
+
+    #[test]
+    fn a_word_most_rows_of_a_large_index_hold_is_not_required_for_every_word() {
+        let mut rows = vec![
+            ("both", "w", "misc", "Misc", "zebra and lion"),
+            ("one", "w", "zebra zebra", "Zebra", "the zebra"),
+        ];
+        let fillers: Vec<String> = (0..VERY_COMMON_ROWS).map(|i| format!("f{i}")).collect();
+        for f in &fillers {
+            rows.push((f.as_str(), "w", "x", "X", "the filler"));
+        }
+        let index = skills(&rows);
+        let hits = index.search("the zebra lion", &["w"], 10);
+        assert_eq!(hits[0].key, "both");
+        assert!(hits[0].all_words, "{hits:?}");
+        // With nothing else to go by, the common word itself is required.
+        assert!(index.search("the", &["w"], 20).iter().all(|h| h.all_words));
+        // In a small index, a word most rows hold still counts.
+        let small = skills(&rows[..12]);
+        let hits = small.search("the zebra lion", &["w"], 10);
+        assert_eq!(hits[0].key, "both");
+        assert!(!hits[0].all_words, "{hits:?}");
     }
 
     #[test]

@@ -22,10 +22,7 @@ mod url;
 pub use url::redact_url;
 
 use crate::migrate::Migration;
-use crate::model::SearchQuery;
-use crate::search::{CAPPED_CANDIDATES, Plan, Term};
-use crate::sql::cache::Index;
-use crate::sql::{Dialect, SqlStore, Stmt, in_list};
+use crate::sql::{Dialect, SqlStore};
 use crate::{StoreError, StoreResult};
 use sqlx::Connection;
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPoolOptions};
@@ -50,155 +47,7 @@ impl Dialect for Postgres {
     const LOCK_ROWS: &'static str = " FOR NO KEY UPDATE";
     const LOCK_AUDIT_CHAIN: Option<&'static str> = Some(AUDIT_LOCK);
     const LOCK_MIGRATIONS: Option<&'static str> = Some(MIGRATION_LOCK);
-    const SEARCH_TABLE: &'static str = "skill_search";
-    const SEARCH_DELETE: &'static str = "DELETE FROM skill_search WHERE skill_id = $1";
-    const SEARCH_INSERT: &'static str =
-        "INSERT INTO skill_search (skill_id, workspace_id, slug, name, description)
-         SELECT s.skill_id, s.workspace_id, s.slug, r.name, r.description
-         FROM skills s JOIN revisions r ON r.skill_id = s.skill_id AND r.status = 'published'
-         WHERE s.skill_id = $1 AND s.asset_status = 'active'";
-
-    const MEMORY_HIT_JOIN: &'static str = "m.memory_id = h.hit_key";
-
-    fn term_counts(index: Index, terms: &[Term], cap: u64) -> Stmt<'static> {
-        let stem = index == Index::Memories;
-        let from = match index {
-            Index::Skills => "skill_search",
-            Index::Memories => "memories",
-        };
-        let cap_at = 2 * terms.len() + 1;
-        let columns: Vec<String> = (0..terms.len())
-            .map(|i| {
-                let (plain, stemmed) = (2 * i + 1, 2 * i + 2);
-                // Through markers: "$2" would also match inside a renumbered "$21".
-                let tsquery = TSQUERY
-                    .replace("$1", "@plain")
-                    .replace("$2", "@stemmed")
-                    .replace("@plain", &format!("${plain}"))
-                    .replace("@stemmed", &format!("${stemmed}"));
-                format!(
-                    "(SELECT COUNT(*)::bigint FROM (SELECT 1 FROM {from} x
-                      WHERE ${plain} <> '' AND x.document @@ {tsquery} LIMIT ${cap_at}) c) AS n{i}"
-                )
-            })
-            .collect();
-        let stmt = terms.iter().fold(
-            Stmt::new(format!("SELECT {}", columns.join(", "))),
-            |stmt, term| {
-                let q = tsqueries_of(std::slice::from_ref(term), stem);
-                let (plain, stemmed) = q.map(|q| (q.plain, q.stemmed)).unwrap_or_default();
-                stmt.bind(plain).bind(stemmed)
-            },
-        );
-        stmt.bind(i64::try_from(cap).unwrap_or(i64::MAX))
-    }
-
-    /// Ranked: cover density over every memory matching a selecting word, scored over the
-    /// selecting and boosting words. Capped (only very common words): a bounded number of the
-    /// caller's matching memories, ranked.
-    fn memory_match(plan: &Plan, workspace_ids: &[String]) -> Option<(String, Vec<String>)> {
-        let (select, all, capped) = split(plan);
-        let s = tsqueries_of(&select, true)?;
-        let a = tsqueries_of(&all, true)?;
-        let mut values = vec![s.plain, s.stemmed, a.plain, a.stemmed];
-        let bound = if capped {
-            values.extend(workspace_ids.iter().cloned());
-            format!(
-                " AND x.workspace_id IN ({}) LIMIT {CAPPED_CANDIDATES}",
-                in_list(5, workspace_ids.len())
-            )
-        } else {
-            String::new()
-        };
-        Some((
-            format!(
-                "hits AS (SELECT x.memory_id AS hit_key,
-                     ts_rank_cd('{{0.1, 0.2, 0.5, 1.0}}'::float4[], x.document, q.ranking, 1)::float8 AS relevance
-                 FROM memories x
-                 CROSS JOIN (SELECT {TSQUERY} AS query, {ranking} AS ranking) q
-                 WHERE x.document @@ q.query{bound})",
-                ranking = TSQUERY.replace("$1", "$3").replace("$2", "$4"),
-            ),
-            values,
-        ))
-    }
-
-    /// Exact slug or name matches first, then cover density (slug A=1.0, name B=0.5,
-    /// description C=0.1, like SQLite's 10/5/1 BM25 column weights; divided by the document
-    /// length, as BM25 favours short documents), then slug. The index holds every text both as
-    /// plain words and stemmed ('english'); see [`tsqueries_of`]. Bounded work: the rows
-    /// ranked are those of the rarest words ([`Plan::Ranked`], scored with the boosting words
-    /// too; [`Plan::Wide`] ranks every match of its words), or a bounded number of matches
-    /// ([`Plan::Capped`]); an exact slug or name is looked up by index.
-    fn search_statement<'q>(query: &'q SearchQuery, plan: &Plan) -> Option<Stmt<'q>> {
-        let (select, all, capped) = split(plan);
-        let cap = if capped {
-            format!(" LIMIT {CAPPED_CANDIDATES}")
-        } else {
-            String::new()
-        };
-        let sel = tsqueries_of(&select, false)?;
-        let every = tsqueries_of(&all, false)?;
-        let exact = crate::search::exact_key(&query.text);
-        let ws = in_list(9, query.workspace_ids.len());
-        let sql = format!(
-            "WITH q AS (SELECT {tsq} AS query, {ranking} AS ranking),
-             cand AS (
-               (SELECT f.skill_id FROM skill_search f, q
-                WHERE f.document @@ q.query AND f.workspace_id IN ({ws}){cap})
-               UNION
-               (SELECT skill_id FROM skills WHERE slug = $1 AND workspace_id IN ({ws}))
-               UNION
-               (SELECT r.skill_id FROM revisions r
-                JOIN skills s ON s.skill_id = r.skill_id AND s.asset_status = 'active'
-                WHERE r.status = 'published' AND lower(r.name) = $2
-                  AND s.workspace_id IN ({ws}) LIMIT 8))
-             SELECT s.skill_id, s.workspace_id, s.slug, f.name, f.description,
-                    (s.slug = $1 OR lower(f.name) = $2) AS exact,
-                    ts_rank_cd('{{0.0, 0.1, 0.5, 1.0}}'::float4[], f.document, q.ranking, 2)::float8 AS relevance
-             FROM cand c
-             JOIN skill_search f ON f.skill_id = c.skill_id
-             JOIN skills s ON s.skill_id = c.skill_id
-             CROSS JOIN q
-             ORDER BY exact DESC, f.document @@ to_tsquery('simple'::regconfig, $8) DESC,
-                      relevance DESC, s.slug ASC
-             LIMIT $5",
-            tsq = TSQUERY.replace("$1", "$3").replace("$2", "$4"),
-            ranking = TSQUERY.replace("$1", "$6").replace("$2", "$7"),
-        );
-        Some(
-            Stmt::new(sql)
-                .bind(exact.slug)
-                .bind(exact.name)
-                .bind(sel.plain)
-                .bind(sel.stemmed)
-                .bind(i64::from(query.limit))
-                .bind(every.plain)
-                .bind(every.stemmed)
-                // Rows holding every ranked word (as typed) come first, as on SQLite.
-                .bind(every.plain_all)
-                .bind_all(&query.workspace_ids),
-        )
-    }
 }
-
-/// The words a plan selects rows by, the words it ranks them by, and whether it is capped.
-fn split(plan: &Plan) -> (Vec<Term>, Vec<Term>, bool) {
-    match plan {
-        Plan::Ranked { select, boost } => {
-            let mut all = select.clone();
-            all.extend(boost.iter().cloned());
-            (select.clone(), all, false)
-        }
-        // Ranked over every match, as it was before the plan had this case.
-        Plan::Wide(terms) => (terms.clone(), terms.clone(), false),
-        Plan::Capped(terms) => (terms.clone(), terms.clone(), true),
-    }
-}
-
-/// The tsquery of a plain (`$1`) and a stemmed (`$2`) query text ([`TsQueries`]).
-const TSQUERY: &str = "(CASE WHEN $2 = '' THEN to_tsquery('simple'::regconfig, $1)
-     ELSE to_tsquery('simple'::regconfig, $1) || to_tsquery('english'::regconfig, $2) END)";
 
 /// Connection pool settings of a node.
 #[derive(Debug, Clone)]
@@ -334,80 +183,9 @@ fn describe(options: &PgConnectOptions) -> String {
     format!("postgres://{}@{host}/{database}", options.get_username())
 }
 
-/// The Level 0 query as two `to_tsquery` texts, ORed together by the search: every word as
-/// typed ('simple' config), the last one as a prefix for search-as-you-type; and the words but
-/// the last for the stemmed ('english') index, which is how SQLite's porter tokenizer treats
-/// them (its prefix term is not stemmed). Words are letters and digits only
-/// (`crate::search::terms`), single-quoted, so no tsquery syntax from the input survives; both
-/// texts are passed as bound parameters. `None` when the query has no word.
-pub(crate) struct TsQueries {
-    pub plain: String,
-    pub stemmed: String,
-    /// Every word as typed (`&`): the rows holding them all.
-    pub plain_all: String,
-}
-
-#[cfg(test)]
-pub(crate) fn tsqueries(query: &str) -> Option<TsQueries> {
-    tsqueries_with(query, false)
-}
-
-/// With `stem_last`, the last word is also matched stemmed (memory recall: words are typed
-/// whole, and "deploys" should find "deploy"), beside its prefix.
-#[cfg(test)]
-fn tsqueries_with(query: &str, stem_last: bool) -> Option<TsQueries> {
-    tsqueries_of(&crate::search::query_terms(query), stem_last)
-}
-
-/// [`TsQueries`] of some terms: prefixes as `:*` in the plain text, and stemmed only with
-/// `stem_prefix`.
-fn tsqueries_of(terms: &[Term], stem_prefix: bool) -> Option<TsQueries> {
-    let terms: Vec<&Term> = terms
-        .iter()
-        .filter(|t| !t.word.is_empty() && t.word.chars().all(char::is_alphanumeric))
-        .collect();
-    if terms.is_empty() {
-        return None;
-    }
-    let plain: Vec<String> = terms
-        .iter()
-        .map(|t| {
-            if t.prefix {
-                format!("'{}':*", t.word)
-            } else {
-                format!("'{}'", t.word)
-            }
-        })
-        .collect();
-    let stemmed: Vec<String> = terms
-        .iter()
-        .filter(|t| !t.prefix || stem_prefix)
-        .map(|t| format!("'{}'", t.word))
-        .collect();
-    Some(TsQueries {
-        plain: plain.join(" | "),
-        stemmed: stemmed.join(" | "),
-        plain_all: plain.join(" & "),
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn tsquery_quotes_words_and_prefixes_the_last() {
-        let q = tsqueries("deploy  prod").unwrap();
-        assert_eq!(q.plain, "'deploy' | 'prod':*");
-        assert_eq!(q.stemmed, "'deploy'");
-        assert_eq!(q.plain_all, "'deploy' & 'prod':*");
-        let q = tsqueries("a' OR NEAR(b) & !c:*").unwrap();
-        assert_eq!(q.plain, "'a' | 'or' | 'near' | 'b' | 'c':*");
-        assert_eq!(q.stemmed, "'a' | 'or' | 'near' | 'b'");
-        assert!(tsqueries("  -- ** ' \" ").is_none());
-        let q = tsqueries("Über").unwrap();
-        assert_eq!((q.plain.as_str(), q.stemmed.as_str()), ("'über':*", ""));
-    }
 
     #[test]
     fn urls_are_redacted() {

@@ -514,9 +514,7 @@ pub async fn delete_account<D: Dialect>(
         .iter()
         .map(|r| r.text("content_hash"))
         .collect::<StoreResult<_>>()?;
-    for sql in D::INDEX_DELETE_WORKSPACE {
-        s.execute(Stmt::new(*sql).bind(&ws)).await?;
-    }
+    super::fulltext::log_workspace(&mut s, &ws).await?;
     // Foreign keys cascade: skills → revisions → components, memories → versions and tags,
     // the workspace's memberships; the account's keys and team memberships.
     s.execute(Stmt::new("DELETE FROM workspaces WHERE workspace_id = $1").bind(&ws))

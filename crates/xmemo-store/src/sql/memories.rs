@@ -80,7 +80,8 @@ async fn identical<D: Dialect>(s: &mut Session<D>, new: &NewMemory) -> StoreResu
     row.map(|r| memory(&r)).transpose()
 }
 
-/// Rewrites the memory's tag rows and full-text row from its current content.
+/// Rewrites the memory's tag rows from its current content and records the change for the
+/// full-text index.
 async fn reindex<D: Dialect>(s: &mut Session<D>, id: &str, tags: &[String]) -> StoreResult<()> {
     s.execute(Stmt::new("DELETE FROM memory_tags WHERE memory_id = $1").bind(id))
         .await?;
@@ -92,13 +93,7 @@ async fn reindex<D: Dialect>(s: &mut Session<D>, id: &str, tags: &[String]) -> S
         )
         .await?;
     }
-    if let Some(sql) = D::MEMORY_INDEX_DELETE {
-        s.execute(Stmt::new(sql).bind(id)).await?;
-    }
-    if let Some(sql) = D::MEMORY_INDEX_INSERT {
-        s.execute(Stmt::new(sql).bind(id)).await?;
-    }
-    Ok(())
+    super::fulltext::log_change(s, super::fulltext::Kind::Memories, id).await
 }
 
 pub(super) async fn insert_version<D: Dialect>(
@@ -319,7 +314,14 @@ pub async fn set_memory_status<D: Dialect>(
     Ok(memory)
 }
 
-/// Ranked when the query has text (relevance, then most recent), else most recent first.
+/// Rows the full-text index is asked for first, per row wanted: the other filters of a recall
+/// (kind, project, tags, status, expiry, dates) are applied by the database afterwards.
+const CANDIDATES_PER_ROW: usize = 4;
+/// The most ranked rows a recall with selective filters widens to.
+const MAX_CANDIDATES: usize = 4096;
+
+/// Ranked when the query has text (rows holding every word, then relevance, then most
+/// recent), else most recent first.
 pub async fn recall_memories<D: Dialect>(
     store: &SqlStore<D>,
     q: &MemoryQuery,
@@ -327,57 +329,81 @@ pub async fn recall_memories<D: Dialect>(
     if q.workspace_ids.is_empty() || q.limit == 0 {
         return Ok(vec![]);
     }
-    let mut s = store.read().await?;
-    let matched = match q.text.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
-        Some(text) => match store
-            .plan(&mut s, super::cache::Index::Memories, text)
-            .await?
-        {
-            Some(plan) => match D::memory_match(&plan, &q.workspace_ids) {
-                Some(m) => Some(m),
-                None => return Ok(vec![]),
-            },
-            // Text without a searchable word matches nothing.
-            None => return Ok(vec![]),
-        },
-        None => None,
+    let Some(text) = q.text.as_deref().map(str::trim).filter(|t| !t.is_empty()) else {
+        return recall_page(store, q, None).await;
     };
-    let mut args: Vec<Arg<'static>> = Vec::new();
-    let mut sql = String::new();
-    if let Some((cte, values)) = &matched {
-        sql.push_str(&format!("WITH {cte} "));
-        args.extend(values.iter().cloned().map(Arg::OwnedText));
+    // Text without a searchable word matches nothing.
+    if crate::search::terms(text).is_empty() {
+        return Ok(vec![]);
     }
-    let relevance = if matched.is_some() {
-        "h.relevance"
-    } else {
-        "CAST(0 AS DOUBLE PRECISION)"
-    };
-    // With hits, they drive the join: CROSS JOIN fixes that order on SQLite, whose planner
-    // (3.51) otherwise walks every memory of the workspace and probes the hits (11–23 ms
-    // instead of 0.5 ms at 10k memories).
-    let from = if matched.is_some() {
-        "hits h CROSS JOIN memories m LEFT JOIN accounts a ON a.account_id = m.account_id"
-    } else {
-        MEMORY_FROM
-    };
-    sql.push_str(&format!(
-        "SELECT {MEMORY_COLUMNS}, {relevance} AS relevance FROM {from}"
-    ));
+    let mut k = q.limit as usize * CANDIDATES_PER_ROW + 16;
+    loop {
+        let hits = store
+            .ranked(super::fulltext::Kind::Memories, text, &q.workspace_ids, k)
+            .await?;
+        if hits.is_empty() {
+            return Ok(vec![]);
+        }
+        let exhausted = hits.len() < k;
+        let found = recall_page(store, q, Some(&hits)).await?;
+        // The filters left fewer rows than asked for while the index may hold more: widen.
+        if found.len() >= q.limit as usize || exhausted || k >= MAX_CANDIDATES {
+            return Ok(found);
+        }
+        k = (k * 8).min(MAX_CANDIDATES);
+    }
+}
+
+/// The memories matching `q`'s filters: among `hits` in their order, or most recent first.
+async fn recall_page<D: Dialect>(
+    store: &SqlStore<D>,
+    q: &MemoryQuery,
+    hits: Option<&[crate::fulltext::Hit]>,
+) -> StoreResult<Vec<MemoryHit>> {
+    let mut args: Vec<Arg<'static>> = Vec::new();
     // Appends a value and returns its placeholder.
     fn param(args: &mut Vec<Arg<'static>>, value: Arg<'static>) -> String {
         args.push(value);
         format!("${}", args.len())
     }
     let text = |v: &str| Arg::OwnedText(v.to_string());
+    let mut sql = String::new();
+    if let Some(hits) = hits {
+        let rows: Vec<String> = hits
+            .iter()
+            .map(|h| {
+                let key = param(&mut args, text(&h.key));
+                let relevance = param(&mut args, Arg::Float(h.score));
+                let tier = param(&mut args, Arg::Int(i64::from(h.all_words)));
+                format!("({key}, {relevance}, {tier})")
+            })
+            .collect();
+        sql.push_str(&format!(
+            "WITH hits (hit_key, relevance, tier) AS (VALUES {}) ",
+            rows.join(", ")
+        ));
+    }
+    // With hits, they drive the join: CROSS JOIN fixes that order on SQLite, whose planner
+    // (3.51) otherwise walks every memory of the workspace and probes the hits.
+    let (relevance, from) = if hits.is_some() {
+        (
+            "h.relevance",
+            "hits h CROSS JOIN memories m LEFT JOIN accounts a ON a.account_id = m.account_id",
+        )
+    } else {
+        ("CAST(0 AS DOUBLE PRECISION)", MEMORY_FROM)
+    };
+    sql.push_str(&format!(
+        "SELECT {MEMORY_COLUMNS}, {relevance} AS relevance FROM {from}"
+    ));
     let ws: Vec<String> = q
         .workspace_ids
         .iter()
         .map(|w| param(&mut args, text(w)))
         .collect();
     sql.push_str(&format!(" WHERE m.workspace_id IN ({})", ws.join(",")));
-    if matched.is_some() {
-        sql.push_str(&format!(" AND {}", D::MEMORY_HIT_JOIN));
+    if hits.is_some() {
+        sql.push_str(" AND m.memory_id = h.hit_key");
     }
     if !q.include_forgotten {
         sql.push_str(" AND m.status = 'active'");
@@ -405,8 +431,8 @@ pub async fn recall_memories<D: Dialect>(
             " AND EXISTS (SELECT 1 FROM memory_tags t WHERE t.memory_id = m.memory_id AND t.tag = {p})"
         ));
     }
-    let order = if matched.is_some() {
-        "relevance DESC, m.updated_at DESC, m.memory_id DESC"
+    let order = if hits.is_some() {
+        "h.tier DESC, relevance DESC, m.updated_at DESC, m.memory_id DESC"
     } else {
         "m.updated_at DESC, m.memory_id DESC"
     };
@@ -415,6 +441,7 @@ pub async fn recall_memories<D: Dialect>(
     let stmt = args
         .into_iter()
         .fold(Stmt::new(sql), |stmt, arg| stmt.bind_arg(arg));
+    let mut s = store.read().await?;
     s.all(stmt)
         .await?
         .iter()

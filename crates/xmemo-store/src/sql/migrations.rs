@@ -61,6 +61,20 @@ macro_rules! embed_migrations {
                     "/0007_exact_name.sql"
                 )),
             },
+            $crate::migrate::Migration {
+                version: 8,
+                name: "fulltext_log",
+                sql: include_str!(concat!(
+                    "../../migrations/",
+                    $dialect,
+                    "/0008_fulltext_log.sql"
+                )),
+            },
+            $crate::migrate::Migration {
+                version: 9,
+                name: "drop_fts",
+                sql: include_str!(concat!("../../migrations/", $dialect, "/0009_drop_fts.sql")),
+            },
         ]
     };
 }

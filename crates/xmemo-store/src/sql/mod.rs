@@ -7,6 +7,7 @@ mod accounts;
 mod audit;
 pub mod cache;
 pub(crate) mod driver;
+mod fulltext;
 mod group;
 mod invitations;
 mod memories;
@@ -22,7 +23,6 @@ mod store;
 pub use driver::{Driver, Record, Stmt};
 pub(crate) use driver::{in_list, to_i64};
 
-use crate::model::SearchQuery;
 use crate::{StoreError, StoreResult};
 use driver::Held;
 use std::marker::PhantomData;
@@ -30,8 +30,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// What one backend adds to the SQL core: its driver, its locking statements (the defaults
-/// fit a backend whose single writer connection already serialises every write), how it
-/// tells that the schema exists, and its Level 0 index.
+/// fit a backend whose single writer connection already serialises every write) and how it
+/// tells that the schema exists.
 pub trait Dialect: Send + Sync + Sized + 'static {
     type Driver: Driver;
     /// `sqlite` or `postgres`.
@@ -49,49 +49,6 @@ pub trait Dialect: Send + Sync + Sized + 'static {
     const LOCK_AUDIT_CHAIN: Option<&'static str> = None;
     /// Run first by the migration transaction, so nodes starting together migrate once.
     const LOCK_MIGRATIONS: Option<&'static str> = None;
-
-    /// The Level 0 index table (reported by `table_counts` as `skills_fts` on both backends).
-    const SEARCH_TABLE: &'static str;
-    /// Removes skill `$1`'s Level 0 row.
-    const SEARCH_DELETE: &'static str;
-    /// Writes skill `$1`'s Level 0 row when it is active and has a published revision,
-    /// carrying that revision's name and description.
-    const SEARCH_INSERT: &'static str;
-    /// The Level 0 query: active skills with a published revision in the query's
-    /// workspaces, exact slug/name matches first, then relevance. Its rows carry
-    /// `skill_id, workspace_id, slug, name, description`, `exact` (boolean) and
-    /// `relevance` (higher is better). `None` when the text holds no searchable word.
-    /// `plan` says which words to rank by, or that only a bounded number of matches may be
-    /// looked at ([`crate::search::Plan`]).
-    fn search_statement<'q>(query: &'q SearchQuery, plan: &crate::search::Plan)
-    -> Option<Stmt<'q>>;
-
-    /// A statement answering one row with an integer column `n{i}` per term: how many rows of
-    /// `index` match `terms[i]`, counted up to `cap` (so counting a common word stays cheap).
-    /// One statement for every word of a query: one round trip to the database, not one each.
-    fn term_counts(index: cache::Index, terms: &[crate::search::Term], cap: u64) -> Stmt<'static>;
-
-    /// Statements that keep a memory's full-text row in step with it (`$1` = memory id), run
-    /// after each write of its title, content or tags; none where the index is derived by
-    /// the database itself.
-    const MEMORY_INDEX_DELETE: Option<&'static str> = None;
-    const MEMORY_INDEX_INSERT: Option<&'static str> = None;
-    /// The full-text match of a memory recall: the SQL of a CTE `hits (hit_key, relevance)`
-    /// (relevance: higher is better) using placeholders `$1…$n`, and their `n` values; `None`
-    /// when the text holds no searchable word.
-    /// A [`crate::search::Plan::Capped`] match may use `workspace_ids` to draw its bounded
-    /// candidates from the caller's workspaces only.
-    fn memory_match(
-        plan: &crate::search::Plan,
-        workspace_ids: &[String],
-    ) -> Option<(String, Vec<String>)>;
-    /// How a `hits` row joins the memory `m` it names.
-    const MEMORY_HIT_JOIN: &'static str;
-
-    /// Removes the full-text rows of every skill and memory of workspace `$1`, before the
-    /// workspace is deleted; none where the index rows go with their owners (foreign keys,
-    /// generated columns).
-    const INDEX_DELETE_WORKSPACE: &'static [&'static str] = &[];
 }
 
 type Db<D> = <D as Dialect>::Driver;
@@ -178,7 +135,7 @@ pub struct SqlStore<D: Dialect> {
     statements: Arc<AtomicU64>,
     saves: Arc<group::SaveGroup>,
     cache: Arc<cache::AuthCache>,
-    terms: Arc<cache::TermCounts>,
+    fulltext: Arc<fulltext::Fulltext>,
     dialect: PhantomData<D>,
 }
 
@@ -198,7 +155,7 @@ impl<D: Dialect> Clone for SqlStore<D> {
             statements: self.statements.clone(),
             saves: self.saves.clone(),
             cache: self.cache.clone(),
-            terms: self.terms.clone(),
+            fulltext: self.fulltext.clone(),
             dialect: PhantomData,
         }
     }
@@ -212,7 +169,7 @@ impl<D: Dialect> SqlStore<D> {
             statements: Arc::new(AtomicU64::new(0)),
             saves: Arc::new(group::SaveGroup::default()),
             cache: Arc::new(cache::AuthCache::new(cache::AUTH_CACHE_TTL)),
-            terms: Arc::new(cache::TermCounts::new()),
+            fulltext: Arc::new(fulltext::Fulltext::default()),
             dialect: PhantomData,
         }
     }
@@ -240,95 +197,6 @@ impl<D: Dialect> SqlStore<D> {
 
     pub(crate) fn auth_cache(&self) -> &cache::AuthCache {
         &self.cache
-    }
-
-    /// How a full-text query over `index` is answered ([`crate::search::plan`]): each word's
-    /// row count, from the term cache or counted (bounded) on `s`. `None` without a word.
-    pub(crate) async fn plan(
-        &self,
-        s: &mut Session<D>,
-        index: cache::Index,
-        text: &str,
-    ) -> StoreResult<Option<crate::search::Plan>> {
-        let terms = crate::search::query_terms(text);
-        if terms.is_empty() {
-            return Ok(None);
-        }
-        let cap = crate::search::BOOST_MAX_ROWS;
-        let cached: Vec<Option<u64>> = terms.iter().map(|t| self.terms.get(index, t)).collect();
-        let uncounted: Vec<crate::search::Term> = terms
-            .iter()
-            .zip(&cached)
-            .filter(|(_, n)| n.is_none())
-            .map(|(t, _)| t.clone())
-            .collect();
-        let mut fresh = Vec::with_capacity(uncounted.len());
-        if !uncounted.is_empty() {
-            let row = s
-                .one(D::term_counts(index, &uncounted, cap), "count")
-                .await?;
-            for (i, term) in uncounted.iter().enumerate() {
-                let n = u64::try_from(row.int(&format!("n{i}"))?).unwrap_or(0);
-                self.terms.put(index, term, n);
-                fresh.push(n);
-            }
-        }
-        let mut fresh = fresh.into_iter();
-        let counted = terms
-            .into_iter()
-            .zip(cached)
-            .map(|(term, n)| {
-                let n = n.or_else(|| fresh.next()).unwrap_or(0);
-                (term, n)
-            })
-            .collect();
-        Ok(Some(match crate::search::plan(counted) {
-            crate::search::Plan::Capped(terms) => {
-                crate::search::Plan::Capped(self.whole_words(s, index, terms).await?)
-            }
-            plan => plan,
-        }))
-    }
-
-    /// A capped plan's prefix term as a whole word, when the word alone fills the capped
-    /// draw: a prefix of a common word makes FTS5 merge the lists of every longer word first
-    /// (2.5 ms against 0.1 ms at 100k skills), for unscored rows the word already supplies.
-    /// A word still being typed (matching fewer rows whole) stays a prefix.
-    async fn whole_words(
-        &self,
-        s: &mut Session<D>,
-        index: cache::Index,
-        terms: Vec<crate::search::Term>,
-    ) -> StoreResult<Vec<crate::search::Term>> {
-        let mut out = Vec::with_capacity(terms.len());
-        for term in terms {
-            if !term.prefix {
-                out.push(term);
-                continue;
-            }
-            let whole = crate::search::Term {
-                word: term.word.clone(),
-                prefix: false,
-            };
-            let n = match self.terms.get(index, &whole) {
-                Some(n) => n,
-                None => {
-                    // Counted as `plan` counts (the cache holds one count per term).
-                    let cap = crate::search::BOOST_MAX_ROWS;
-                    let row = s
-                        .one(
-                            D::term_counts(index, std::slice::from_ref(&whole), cap),
-                            "count",
-                        )
-                        .await?;
-                    let n = u64::try_from(row.int("n0")?).unwrap_or(0);
-                    self.terms.put(index, &whole, n);
-                    n
-                }
-            };
-            out.push(crate::search::capped_term(term, n));
-        }
-        Ok(out)
     }
 
     pub(crate) async fn read(&self) -> StoreResult<Session<D>> {

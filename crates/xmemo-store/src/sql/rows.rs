@@ -5,8 +5,7 @@ use crate::model::*;
 use crate::{StoreError, StoreResult};
 use serde_json::{Map, Value};
 
-/// Tables reported by `table_counts`, by the names SQLite gives them (the Level 0 index is
-/// added by the dialect).
+/// Tables reported by `table_counts` (with `level0`, the rows Level 0 search can find).
 pub const TABLES: &[&str] = &[
     "accounts",
     "workspaces",

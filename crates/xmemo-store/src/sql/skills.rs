@@ -741,46 +741,97 @@ pub async fn set_asset_status<D: Dialect>(
 
 // ---- Level 0 -------------------------------------------------------------------------------
 
-/// Rewrites the skill's Level 0 row from its current state (callers hold the skill row lock).
+/// Records that the skill's Level 0 row (its published revision, while it is active) may
+/// have changed, for every node's full-text index.
 pub async fn refresh_search_row<D: Dialect>(s: &mut Session<D>, skill_id: &str) -> StoreResult<()> {
-    s.execute(Stmt::new(D::SEARCH_DELETE).bind(skill_id))
-        .await?;
-    s.execute(Stmt::new(D::SEARCH_INSERT).bind(skill_id))
-        .await?;
-    Ok(())
+    super::fulltext::log_change(s, super::fulltext::Kind::Skills, skill_id).await
 }
 
 pub async fn search<D: Dialect>(
     store: &SqlStore<D>,
     query: &SearchQuery,
 ) -> StoreResult<Vec<Descriptor>> {
-    if query.workspace_ids.is_empty() {
+    if query.workspace_ids.is_empty() || crate::search::terms(&query.text).is_empty() {
         return Ok(vec![]);
     }
+    let limit = query.limit as usize;
+    let hits = store
+        .ranked(
+            super::fulltext::Kind::Skills,
+            &query.text,
+            &query.workspace_ids,
+            limit,
+        )
+        .await?;
+    let ranked: std::collections::HashMap<&str, (f64, bool)> = hits
+        .iter()
+        .map(|h| (h.key.as_str(), (h.score, h.all_words)))
+        .collect();
+    let exact = crate::search::exact_key(&query.text);
+    let ids: Vec<String> = hits.iter().map(|h| h.key.clone()).collect();
+    // The ranked rows and the exact slug or name matches (by index), read in one statement.
+    let ws = in_list(3 + ids.len(), query.workspace_ids.len());
+    let ranked_keys = if ids.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "SELECT skill_id FROM skills WHERE skill_id IN ({}) UNION ",
+            in_list(3, ids.len())
+        )
+    };
+    let sql = format!(
+        "WITH keys AS (
+           {ranked_keys}SELECT skill_id FROM skills WHERE slug = $1 AND workspace_id IN ({ws})
+           UNION SELECT * FROM (SELECT s.skill_id FROM revisions r
+             JOIN skills s ON s.skill_id = r.skill_id AND s.asset_status = 'active'
+             WHERE r.status = 'published' AND lower(r.name) = $2 AND s.workspace_id IN ({ws})
+             LIMIT 8) AS named)
+         SELECT s.skill_id, s.workspace_id, s.slug, r.name, r.description,
+                (s.slug = $1 OR lower(r.name) = $2) AS exact
+         FROM keys k JOIN skills s ON s.skill_id = k.skill_id
+         JOIN revisions r ON r.skill_id = s.skill_id AND r.status = 'published'
+         WHERE s.asset_status = 'active' AND s.workspace_id IN ({ws})"
+    );
+    let stmt = Stmt::new(sql)
+        .bind(exact.slug)
+        .bind(exact.name)
+        .bind_all(&ids)
+        .bind_all(&query.workspace_ids);
     let mut s = store.read().await?;
-    let Some(plan) = store
-        .plan(&mut s, super::cache::Index::Skills, &query.text)
-        .await?
-    else {
-        return Ok(vec![]);
-    };
-    let Some(stmt) = D::search_statement(query, &plan) else {
-        return Ok(vec![]);
-    };
-    s.all(stmt)
+    let mut found: Vec<(bool, bool, Descriptor)> = s
+        .all(stmt)
         .await?
         .iter()
         .map(|r| {
-            Ok(Descriptor {
-                skill_id: r.text("skill_id")?,
-                slug: r.text("slug")?,
-                name: r.text("name")?,
-                description: r.text("description")?,
-                workspace_id: r.text("workspace_id")?,
-                score: crate::search::score(r.flag("exact")?, r.float("relevance")?),
-            })
+            let skill_id = r.text("skill_id")?;
+            let exact = r.flag("exact")?;
+            let (relevance, all_words) = ranked
+                .get(skill_id.as_str())
+                .copied()
+                .unwrap_or((0.0, false));
+            Ok((
+                exact,
+                all_words,
+                Descriptor {
+                    slug: r.text("slug")?,
+                    name: r.text("name")?,
+                    description: r.text("description")?,
+                    workspace_id: r.text("workspace_id")?,
+                    score: crate::search::score(exact, relevance),
+                    skill_id,
+                },
+            ))
         })
-        .collect()
+        .collect::<StoreResult<_>>()?;
+    // Exact slug or name first, then rows holding every word, then relevance, then slug.
+    found.sort_by(|a, b| {
+        b.0.cmp(&a.0)
+            .then(b.1.cmp(&a.1))
+            .then(b.2.score.total_cmp(&a.2.score))
+            .then(a.2.slug.cmp(&b.2.slug))
+    });
+    found.truncate(limit);
+    Ok(found.into_iter().map(|(_, _, d)| d).collect())
 }
 
 #[cfg(test)]

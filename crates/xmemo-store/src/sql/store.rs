@@ -422,15 +422,19 @@ impl<D: Dialect> Store for SqlStore<D> {
     async fn table_counts(&self) -> StoreResult<BTreeMap<String, u64>> {
         let mut s = self.read().await?;
         let mut out = BTreeMap::new();
-        let tables = rows::TABLES.iter().map(|t| (*t, *t));
-        for (name, table) in tables.chain([("skills_fts", D::SEARCH_TABLE)]) {
-            let n = s
-                .one(
-                    Stmt::new(format!("SELECT COUNT(*) AS n FROM {table}")),
-                    "count",
-                )
-                .await?
-                .int("n")?;
+        let tables = rows::TABLES
+            .iter()
+            .map(|t| (*t, format!("SELECT COUNT(*) AS n FROM {t}")));
+        // Level 0 rows: active skills with a published revision (what search can find).
+        let level0 = (
+            "level0",
+            "SELECT COUNT(*) AS n FROM skills s
+             JOIN revisions r ON r.skill_id = s.skill_id AND r.status = 'published'
+             WHERE s.asset_status = 'active'"
+                .to_string(),
+        );
+        for (name, sql) in tables.chain([level0]) {
+            let n = s.one(Stmt::new(sql), "count").await?.int("n")?;
             out.insert(name.to_string(), super::driver::to_u64(n, "row count")?);
         }
         Ok(out)

@@ -17,7 +17,7 @@ use rusqlite::types::{Null, Value, ValueRef};
 use rusqlite::{Connection, OpenFlags};
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -51,17 +51,6 @@ struct PoolInner {
     idle: Mutex<Vec<Connection>>,
     permits: Arc<Semaphore>,
     closed: AtomicBool,
-    /// Transactions committed through this pool (the index maintenance waits for a pause).
-    commits: AtomicU64,
-}
-
-/// A pool that does not keep the database open (held by background maintenance).
-pub struct WeakPool(std::sync::Weak<PoolInner>);
-
-impl WeakPool {
-    pub fn upgrade(&self) -> Option<LitePool> {
-        self.0.upgrade().map(LitePool)
-    }
 }
 
 impl LitePool {
@@ -76,7 +65,6 @@ impl LitePool {
             idle: Mutex::new(Vec::new()),
             permits: Arc::new(Semaphore::new(size as usize)),
             closed: AtomicBool::new(false),
-            commits: AtomicU64::new(0),
         }));
         let first = pool.connect()?;
         pool.idle().push(first);
@@ -131,29 +119,6 @@ impl LitePool {
             pool: self.clone(),
             _permit: permit,
         })
-    }
-
-    pub fn downgrade(&self) -> WeakPool {
-        WeakPool(Arc::downgrade(&self.0))
-    }
-
-    pub fn is_closed(&self) -> bool {
-        self.0.closed.load(Ordering::Acquire)
-    }
-
-    /// Transactions committed so far.
-    pub fn commits(&self) -> u64 {
-        self.0.commits.load(Ordering::Relaxed)
-    }
-
-    /// Runs `sql` (no arguments) outside any transaction on one of the pool's connections,
-    /// off the async worker, and answers how many row changes SQLite counted.
-    pub async fn run_alone(&self, sql: &str) -> StoreResult<u64> {
-        let conn = self.acquire().await?;
-        let conn = conn.conn()?;
-        let before = conn.total_changes();
-        blocking(|| conn.execute_batch(sql))?;
-        Ok(conn.total_changes().saturating_sub(before))
     }
 
     /// Waits for every connection to come back, then closes them all.
@@ -422,7 +387,6 @@ impl Driver for Lite {
         let conn = tx.conn.conn()?;
         blocking(|| conn.execute_batch("COMMIT"))?;
         tx.open = false;
-        tx.conn.pool.0.commits.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
 

@@ -1,0 +1,323 @@
+//! Keeps this node's in-memory full-text indexes ([`crate::fulltext`]) in step with the
+//! database, for every backend and any number of nodes or processes on one database.
+//!
+//! Every write that changes a skill's Level 0 row or a memory's text appends `(kind, key)` to
+//! `fulltext_log` inside its own transaction ([`log_change`], [`log_workspace`]), so the log
+//! holds exactly the committed changes, in commit order (SQLite has one writer; PostgreSQL
+//! appends under the audit-chain lock). A node builds its indexes on first use and, before
+//! each query, reads the log past the last number it applied and re-reads those rows: its own
+//! writes and other nodes' are visible to the next query, at the cost of one indexed read when
+//! nothing changed.
+
+use super::{Dialect, Record, Session, SqlStore, Stmt, in_list};
+use crate::fulltext::{Hit, Index, MEMORIES, SKILLS};
+use crate::{StoreError, StoreResult};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+/// Which index a log entry or a query is about (the `kind` column).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Skills = 0,
+    Memories = 1,
+}
+
+/// Log entries applied per round trip while catching up, and rows read per statement while
+/// building.
+const BATCH: usize = 500;
+const BUILD_PAGE: i64 = 5_000;
+
+/// A skill's Level 0 row (an active skill's published revision), from the tables the
+/// full-text rows are made of, so the statement is the same on every backend.
+const SKILL_ROWS: &str = "SELECT s.skill_id AS key, s.workspace_id, s.slug, r.name, r.description
+     FROM skills s JOIN revisions r ON r.skill_id = s.skill_id AND r.status = 'published'
+     WHERE s.asset_status = 'active'";
+const MEMORY_ROWS: &str =
+    "SELECT m.memory_id AS key, m.workspace_id, COALESCE(m.title, '') AS title, m.content, m.tags
+     FROM memories m WHERE 1 = 1";
+
+impl Kind {
+    fn rows(self) -> &'static str {
+        match self {
+            Kind::Skills => SKILL_ROWS,
+            Kind::Memories => MEMORY_ROWS,
+        }
+    }
+    fn key_column(self) -> &'static str {
+        match self {
+            Kind::Skills => "s.skill_id",
+            Kind::Memories => "m.memory_id",
+        }
+    }
+    fn fields(self) -> [&'static str; 3] {
+        match self {
+            Kind::Skills => ["slug", "name", "description"],
+            Kind::Memories => ["title", "content", "tags"],
+        }
+    }
+}
+
+/// This node's indexes and how far into the log they are.
+pub(crate) struct Fulltext {
+    indexes: RwLock<Indexes>,
+    /// The last log number applied (-1 before the first build).
+    applied: AtomicI64,
+    built: tokio::sync::OnceCell<()>,
+    /// One catch-up at a time: a second one waiting finds the log already applied.
+    catching_up: tokio::sync::Mutex<()>,
+}
+
+struct Indexes {
+    skills: Index,
+    memories: Index,
+}
+
+impl Indexes {
+    fn get(&self, kind: Kind) -> &Index {
+        match kind {
+            Kind::Skills => &self.skills,
+            Kind::Memories => &self.memories,
+        }
+    }
+    fn get_mut(&mut self, kind: Kind) -> &mut Index {
+        match kind {
+            Kind::Skills => &mut self.skills,
+            Kind::Memories => &mut self.memories,
+        }
+    }
+}
+
+impl Default for Fulltext {
+    fn default() -> Self {
+        Self {
+            indexes: RwLock::new(Indexes {
+                skills: Index::new(&SKILLS),
+                memories: Index::new(&MEMORIES),
+            }),
+            applied: AtomicI64::new(-1),
+            built: tokio::sync::OnceCell::new(),
+            catching_up: tokio::sync::Mutex::new(()),
+        }
+    }
+}
+
+impl Fulltext {
+    fn read(&self) -> RwLockReadGuard<'_, Indexes> {
+        // A panic while writing leaves at worst a row missing until its next change.
+        self.indexes
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+    fn write(&self) -> RwLockWriteGuard<'_, Indexes> {
+        self.indexes
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// Records, inside the writing transaction, that the full-text row `key` of `kind` changed.
+pub(crate) async fn log_change<D: Dialect>(
+    s: &mut Session<D>,
+    kind: Kind,
+    key: &str,
+) -> StoreResult<()> {
+    s.lock(D::LOCK_AUDIT_CHAIN).await?;
+    s.execute(
+        Stmt::new(format!(
+            "INSERT INTO fulltext_log (kind, key) VALUES ({}, $1)",
+            kind as i64
+        ))
+        .bind(key),
+    )
+    .await?;
+    Ok(())
+}
+
+/// Records that every skill and memory of workspace `ws` changed (before the workspace and
+/// everything in it is deleted).
+pub(crate) async fn log_workspace<D: Dialect>(s: &mut Session<D>, ws: &str) -> StoreResult<()> {
+    s.lock(D::LOCK_AUDIT_CHAIN).await?;
+    for (kind, table, key) in [
+        (Kind::Skills, "skills", "skill_id"),
+        (Kind::Memories, "memories", "memory_id"),
+    ] {
+        s.execute(
+            Stmt::new(format!(
+                "INSERT INTO fulltext_log (kind, key) SELECT {}, {key} FROM {table}
+                 WHERE workspace_id = $1 ORDER BY {key}",
+                kind as i64
+            ))
+            .bind(ws),
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+impl<D: Dialect> SqlStore<D> {
+    /// The `k` best rows of `kind` for `text` in `workspace_ids`, from an index that holds
+    /// every change committed before this call.
+    pub(crate) async fn ranked(
+        &self,
+        kind: Kind,
+        text: &str,
+        workspace_ids: &[String],
+        k: usize,
+    ) -> StoreResult<Vec<Hit>> {
+        self.fulltext
+            .built
+            .get_or_try_init(|| self.build_fulltext())
+            .await?;
+        self.catch_up().await?;
+        let workspaces: Vec<&str> = workspace_ids.iter().map(String::as_str).collect();
+        Ok(self.fulltext.read().get(kind).search(text, &workspaces, k))
+    }
+
+    /// Reads every row into fresh indexes. The log's newest number is read first: a change
+    /// committed after it is applied by the next catch-up (re-reading a row is idempotent),
+    /// so the rows need not come from one snapshot.
+    async fn build_fulltext(&self) -> StoreResult<()> {
+        let started = std::time::Instant::now();
+        let mut s = self.read().await?;
+        let newest = s
+            .one(
+                Stmt::new("SELECT COALESCE(MAX(seq), 0) AS n FROM fulltext_log"),
+                "log",
+            )
+            .await?
+            .int("n")?;
+        let mut built = Indexes {
+            skills: Index::new(&SKILLS),
+            memories: Index::new(&MEMORIES),
+        };
+        for kind in [Kind::Skills, Kind::Memories] {
+            let mut after = String::new();
+            loop {
+                let rows = s
+                    .all(
+                        Stmt::new(format!(
+                            "{} AND {col} > $1 ORDER BY {col} LIMIT {BUILD_PAGE}",
+                            kind.rows(),
+                            col = kind.key_column()
+                        ))
+                        .bind(after.clone()),
+                    )
+                    .await?;
+                let Some(last) = rows.last() else { break };
+                after = last.text("key")?;
+                let index = built.get_mut(kind);
+                for row in &rows {
+                    apply_row::<D>(index, kind, row)?;
+                }
+                if (rows.len() as i64) < BUILD_PAGE {
+                    break;
+                }
+                // Tokenising a page takes milliseconds: let the worker's other tasks run.
+                tokio::task::yield_now().await;
+            }
+        }
+        drop(s);
+        tracing::debug!(
+            skills = built.skills.len(),
+            memories = built.memories.len(),
+            ms = started.elapsed().as_millis() as u64,
+            "full-text indexes built"
+        );
+        *self.fulltext.write() = built;
+        self.fulltext.applied.store(newest, Ordering::Release);
+        Ok(())
+    }
+
+    /// Applies the log entries past the last one applied.
+    async fn catch_up(&self) -> StoreResult<()> {
+        let mut s = self.read().await?;
+        let mut applied = self.fulltext.applied.load(Ordering::Acquire);
+        let mut entries = log_after(&mut s, applied).await?;
+        if entries.is_empty() {
+            return Ok(());
+        }
+        let _one_at_a_time = self.fulltext.catching_up.lock().await;
+        let now = self.fulltext.applied.load(Ordering::Acquire);
+        if now != applied {
+            // Another query applied (part of) these meanwhile: start from where it stopped.
+            applied = now;
+            entries = log_after(&mut s, applied).await?;
+        }
+        while let Some(&(newest, _, _)) = entries.last() {
+            for kind in [Kind::Skills, Kind::Memories] {
+                let keys: Vec<String> = entries
+                    .iter()
+                    .filter(|(_, k, _)| *k == kind)
+                    .map(|(_, _, key)| key.clone())
+                    .collect();
+                if keys.is_empty() {
+                    continue;
+                }
+                let rows = s
+                    .all(
+                        Stmt::new(format!(
+                            "{} AND {} IN ({})",
+                            kind.rows(),
+                            kind.key_column(),
+                            in_list(1, keys.len())
+                        ))
+                        .bind_all(&keys),
+                    )
+                    .await?;
+                let mut indexes = self.fulltext.write();
+                let index = indexes.get_mut(kind);
+                // A key without a row now has none (deleted, unpublished, archived).
+                for key in &keys {
+                    index.remove(key);
+                }
+                for row in &rows {
+                    apply_row::<D>(index, kind, row)?;
+                }
+            }
+            self.fulltext.applied.store(newest, Ordering::Release);
+            if entries.len() < BATCH {
+                break;
+            }
+            entries = log_after(&mut s, newest).await?;
+        }
+        Ok(())
+    }
+}
+
+async fn log_after<D: Dialect>(
+    s: &mut Session<D>,
+    after: i64,
+) -> StoreResult<Vec<(i64, Kind, String)>> {
+    s.all(
+        Stmt::new(format!(
+            "SELECT seq, kind, key FROM fulltext_log WHERE seq > $1 ORDER BY seq LIMIT {BATCH}"
+        ))
+        .bind(after),
+    )
+    .await?
+    .iter()
+    .map(|r| {
+        let kind = match r.int("kind")? {
+            0 => Kind::Skills,
+            1 => Kind::Memories,
+            other => {
+                return Err(StoreError::Internal(format!(
+                    "fulltext_log: unknown kind {other}"
+                )));
+            }
+        };
+        Ok((r.int("seq")?, kind, r.text("key")?))
+    })
+    .collect()
+}
+
+fn apply_row<D: Dialect>(index: &mut Index, kind: Kind, row: &super::Row<D>) -> StoreResult<()> {
+    let [a, b, c] = kind.fields();
+    let fields = [row.text(a)?, row.text(b)?, row.text(c)?];
+    index.upsert(
+        &row.text("key")?,
+        &row.text("workspace_id")?,
+        &[&fields[0], &fields[1], &fields[2]],
+    );
+    Ok(())
+}
