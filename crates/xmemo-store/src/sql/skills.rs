@@ -770,6 +770,8 @@ pub async fn search<D: Dialect>(
     let exact = crate::search::exact_key(&query.text);
     let ids: Vec<String> = hits.iter().map(|h| h.key.clone()).collect();
     // The ranked rows and the exact slug or name matches (by index), read in one statement.
+    // CROSS JOIN keeps the few keys as SQLite's outer loop: its planner (3.51) otherwise walks
+    // every skill of the workspace and probes the keys (linear in the workspace's size).
     let ws = in_list(3 + ids.len(), query.workspace_ids.len());
     let ranked_keys = if ids.is_empty() {
         String::new()
@@ -788,9 +790,9 @@ pub async fn search<D: Dialect>(
              LIMIT 8) AS named)
          SELECT s.skill_id, s.workspace_id, s.slug, r.name, r.description,
                 (s.slug = $1 OR lower(r.name) = $2) AS exact
-         FROM keys k JOIN skills s ON s.skill_id = k.skill_id
-         JOIN revisions r ON r.skill_id = s.skill_id AND r.status = 'published'
-         WHERE s.asset_status = 'active' AND s.workspace_id IN ({ws})"
+         FROM keys k CROSS JOIN skills s CROSS JOIN revisions r
+         WHERE s.skill_id = k.skill_id AND r.skill_id = s.skill_id AND r.status = 'published'
+           AND s.asset_status = 'active' AND s.workspace_id IN ({ws})"
     );
     let stmt = Stmt::new(sql)
         .bind(exact.slug)
