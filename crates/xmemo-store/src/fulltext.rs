@@ -29,11 +29,11 @@ use std::collections::{BTreeMap, HashMap};
 const K1: f32 = 1.2;
 const B: f32 = 0.75;
 /// Postings a query reads in full, over all its words (the rest are probed per candidate).
-pub const SCAN_BUDGET: usize = 8192;
+pub const SCAN_BUDGET: usize = 4096;
 /// Index words a query's prefix word may expand to.
 pub const PREFIX_EXPANSIONS: usize = 64;
 /// Candidates whose score is completed by probing the postings that were not read.
-pub const COMPLETE_CAP: usize = 2048;
+pub const COMPLETE_CAP: usize = 1024;
 /// A word held by more than half the rows and by at least this many is very common: it
 /// weighs nothing in BM25 and is not required of the rows holding "every word".
 pub const VERY_COMMON_ROWS: usize = 5_000;
@@ -249,6 +249,16 @@ impl Index {
         true
     }
 
+    /// Gives back the room growing lists keep spare (after building, after compacting).
+    pub fn shrink_to_fit(&mut self) {
+        for lists in &mut self.lists {
+            lists.strong.shrink_to_fit();
+            lists.weak.shrink_to_fit();
+        }
+        self.docs.shrink_to_fit();
+        self.by_key.shrink_to_fit();
+    }
+
     /// Drops dead rows and their postings, renumbering the rest in the same order (so every
     /// list stays sorted by row number).
     fn compact(&mut self) {
@@ -280,6 +290,7 @@ impl Index {
             .map(|(n, d)| (d.key.clone(), n as u32))
             .collect();
         self.docs = docs;
+        self.shrink_to_fit();
     }
 
     /// The query's words: stemmed, without repeats, the last one also as a prefix.
@@ -460,6 +471,13 @@ impl Index {
             for d in &candidates {
                 let len = self.docs[*d as usize].len;
                 for (bit, rest) in &pending {
+                    // A row holds an index word once: a word of one index word already
+                    // counted for this row is in none of its other lists.
+                    if query_words[*bit].ids.len() == 1
+                        && scratch.mask[*d as usize] & (1 << bit) != 0
+                    {
+                        continue;
+                    }
                     if let Ok(at) = rest.binary_search_by_key(d, |p| p.doc) {
                         let i = *d as usize;
                         scratch.score[i] += query_words[*bit].idf * impact(rest[at].f, len);

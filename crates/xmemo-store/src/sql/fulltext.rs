@@ -217,6 +217,8 @@ impl<D: Dialect> SqlStore<D> {
             }
         }
         drop(s);
+        built.skills.shrink_to_fit();
+        built.memories.shrink_to_fit();
         tracing::debug!(
             skills = built.skills.len(),
             memories = built.memories.len(),
