@@ -63,7 +63,9 @@
 //! cgroups: per-run cgroups `xmemo-exec_<id>` are made under the server's own cgroup (v1: per
 //! controller, plus cpuacct for CPU figures; v2: one directory, when the controllers are
 //! enabled for its children, or under `XMEMO_SANDBOX_CGROUP_PARENT`). The child process moves
-//! itself in (writing `0` to `cgroup.procs`) before dropping root. Leftover run cgroups older
+//! itself in (writing `0` to `tasks` on v1 — it is single-threaded there, and a thread's move
+//! skips the global lock a `cgroup.procs` move waits on — or to `cgroup.procs` on v2) before
+//! dropping root. Leftover run cgroups older
 //! than 10 minutes are removed at probe time.
 //!
 //! Resource figures: peak memory, OOM kills and peak tasks from the cgroups; CPU time from
