@@ -3,7 +3,7 @@
 //! Per-run cgroups are created as children of the server's own cgroup (per controller on v1,
 //! one directory on v2), named `xmemo-exec_<id>`, so the host's limits on the server still
 //! apply above them. The sandboxed tree is moved in by the child itself (a `pre_exec` write of
-//! `0` to the `cgroup.procs` files opened beforehand) before it drops privileges.
+//! `0` to the join files opened beforehand, see [`join_file`]) before it drops privileges.
 
 use std::fs::{self, File, OpenOptions};
 use std::io;
@@ -368,7 +368,7 @@ fn verify_writable(
     let result = write_limit(&dir, version, controller, &limits).and_then(|()| {
         OpenOptions::new()
             .write(true)
-            .open(dir.join("cgroup.procs"))
+            .open(dir.join(join_file(version)))
             .map(drop)
     });
     let removed = fs::remove_dir(&dir);
@@ -441,6 +441,24 @@ fn write_limit(
     }
 }
 
+/// The file a freshly forked child writes `0` to in order to move itself into a cgroup.
+///
+/// On v1 this is `tasks`, which moves only the calling thread: the child is single-threaded
+/// between `fork` and `exec`, so that is the whole process, and its descendants inherit the
+/// cgroup. Writing a pid to `cgroup.procs` moves a thread group, for which the kernel
+/// write-locks the global `cgroup_threadgroup_rwsem`; that lock's writer side waits for an RCU
+/// grace period when it was idle: 7–25 ms per run on the development host (Linux 6.18, runs
+/// tens of milliseconds apart), against nothing measurable for `tasks`, whose migration of the
+/// calling thread alone skips that lock on this kernel (an older kernel that takes it anyway
+/// is no slower than `cgroup.procs`). v2 has no per-thread file for domain cgroups, so it keeps
+/// `cgroup.procs`.
+pub fn join_file(version: CgroupVersion) -> &'static str {
+    match version {
+        CgroupVersion::V1 => "tasks",
+        CgroupVersion::V2 => "cgroup.procs",
+    }
+}
+
 /// Reads the pids listed in `cgroup.procs` of `dir`.
 fn members(dir: &Path) -> Vec<libc::pid_t> {
     fs::read_to_string(dir.join("cgroup.procs"))
@@ -501,7 +519,8 @@ pub struct RunCgroup {
     dirs: Vec<PathBuf>,
     /// Directory of each enforced controller.
     controllers: Vec<(Controller, PathBuf)>,
-    procs: Vec<File>,
+    /// The [`join_file`] of each directory, opened for the child.
+    join: Vec<File>,
 }
 
 impl RunCgroup {
@@ -515,7 +534,7 @@ impl RunCgroup {
         let mut run = RunCgroup {
             version: support.version,
             dirs: Vec::new(),
-            procs: Vec::new(),
+            join: Vec::new(),
             controllers: Vec::new(),
         };
         let name = format!("{RUN_PREFIX}{execution_id}");
@@ -527,10 +546,10 @@ impl RunCgroup {
             if !run.dirs.contains(&dir) {
                 fs::create_dir(&dir)?;
                 run.dirs.push(dir.clone());
-                run.procs.push(
+                run.join.push(
                     OpenOptions::new()
                         .write(true)
-                        .open(dir.join("cgroup.procs"))?,
+                        .open(dir.join(join_file(support.version)))?,
                 );
             }
             write_limit(&dir, support.version, controller, limits)?;
@@ -549,9 +568,9 @@ impl RunCgroup {
         self.version
     }
 
-    /// fds of the `cgroup.procs` files; the child writes `0` to each before dropping privileges.
-    pub fn procs_fds(&self) -> Vec<RawFd> {
-        self.procs.iter().map(AsRawFd::as_raw_fd).collect()
+    /// fds of the [`join_file`]s; the child writes `0` to each before dropping privileges.
+    pub fn join_fds(&self) -> Vec<RawFd> {
+        self.join.iter().map(AsRawFd::as_raw_fd).collect()
     }
 
     fn dir_of(&self, controller: Controller) -> Option<&Path> {
@@ -612,6 +631,19 @@ impl RunCgroup {
             .sum()
     }
 
+    /// SIGKILLs the members until none is listed (bounded: a fork bomb refills between a read
+    /// and the kills). `true` when the cgroups ended empty. Exited processes that wait to be
+    /// reaped are not listed: they run no code.
+    pub fn kill_until_empty(&self) -> bool {
+        for round in 0..200 {
+            if self.kill_all() == 0 {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(if round < 10 { 1 } else { 10 }));
+        }
+        false
+    }
+
     fn remove(&mut self) {
         self.controllers.clear();
         for dir in self.dirs.drain(..) {
@@ -633,7 +665,7 @@ impl RunCgroup {
 
 impl Drop for RunCgroup {
     fn drop(&mut self) {
-        self.procs.clear();
+        self.join.clear();
         self.remove();
     }
 }

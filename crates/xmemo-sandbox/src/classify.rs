@@ -114,6 +114,16 @@ pub fn bwrap_exit_code(status: &[u8]) -> Option<i32> {
         .and_then(|code| i32::try_from(code).ok())
 }
 
+/// Host pid of the sandbox's init, from bwrap's `--json-status-fd` output (pure).
+pub fn bwrap_child_pid(status: &[u8]) -> Option<libc::pid_t> {
+    serde_json::Deserializer::from_slice(status)
+        .into_iter::<serde_json::Value>()
+        .map_while(Result::ok)
+        .find_map(|record| record.get("child-pid")?.as_i64())
+        .and_then(|pid| libc::pid_t::try_from(pid).ok())
+        .filter(|pid| *pid > 0)
+}
+
 /// Whether bwrap's stderr says it could not execute the command (pure).
 pub fn reports_exec_failure(stderr: &[u8]) -> bool {
     String::from_utf8_lossy(stderr)
@@ -219,5 +229,8 @@ mod tests {
         assert_eq!(bwrap_exit_code(b"{ \"child-pid\": 1 }\n"), None);
         assert_eq!(bwrap_exit_code(b""), None);
         assert_eq!(bwrap_exit_code(b"garbage"), None);
+        assert_eq!(bwrap_child_pid(status), Some(11442));
+        assert_eq!(bwrap_child_pid(b"{ \"exit-code\": 0 }\n"), None);
+        assert_eq!(bwrap_child_pid(b"{ \"child-pid\": -3 }\n"), None);
     }
 }

@@ -15,7 +15,7 @@ use crate::runner::{self, ChildSetup, Launch};
 use crate::runtime::{Runtime, runtime_for};
 use crate::scratch::ScratchDir;
 use crate::seccomp::SeccompProgram;
-use crate::uid::UidPool;
+use crate::uid::{UidLease, UidPool};
 use crate::{
     ExecutionLimits, Isolation, Mechanism, ResourceFigures, RunOutcome, RunRequest, SandboxConfig,
     SandboxError, SandboxFile, fallback, probe,
@@ -372,43 +372,35 @@ async fn execute(
         limits: run_limits,
     } = req;
 
-    let lease = match &inner.uids {
-        Some(pool) => {
-            let pool = pool.clone();
-            match tokio::task::spawn_blocking(move || pool.acquire())
-                .await
-                .map_err(blocking_err)??
-            {
-                Some(lease) => Some(lease),
-                None => {
-                    return Err(SandboxError::Busy(
-                        "every sandbox uid is in use; retry later".to_owned(),
-                    ));
-                }
-            }
-        }
-        None => None,
+    // Everything before the launch touches the filesystem: one trip to the blocking pool.
+    let prepared = {
+        let uids = inner.uids.clone();
+        let scratch_root = inner.config.scratch_root.clone();
+        let with_tmp = isolation == Isolation::UnsafeLocal;
+        let support = probed.cgroups.clone();
+        let execution_id = execution_id.clone();
+        let run_limits = run_limits.clone();
+        tokio::task::spawn_blocking(move || {
+            prepare(
+                uids,
+                &scratch_root,
+                &files,
+                with_tmp,
+                support,
+                &execution_id,
+                &run_limits,
+            )
+        })
+        .await
+        .map_err(blocking_err)??
     };
+    let Prepared {
+        lease,
+        scratch,
+        cgroup,
+    } = prepared;
     let ids = lease.as_ref().map(|l| (l.uid(), l.uid()));
     let lease = lease.map(Arc::new);
-
-    let scratch_root = inner.config.scratch_root.clone();
-    let with_tmp = isolation == Isolation::UnsafeLocal;
-    let scratch = tokio::task::spawn_blocking(move || {
-        ScratchDir::create(&scratch_root, &files, ids, with_tmp)
-    })
-    .await
-    .map_err(blocking_err)??;
-
-    let cgroup = probed.cgroups.as_ref().and_then(|support| {
-        match RunCgroup::create(support, &execution_id, &run_limits) {
-            Ok(cgroup) => Some(cgroup),
-            Err(error) => {
-                tracing::warn!(%execution_id, %error, "run cgroup setup failed; using rlimits");
-                None
-            }
-        }
-    });
     let caps = Capabilities {
         cgroup_version: cgroup.as_ref().map(RunCgroup::version),
         cgroup_memory: cgroup
@@ -424,10 +416,7 @@ async fn execute(
     };
     let plan = limits::plan(&run_limits, caps, isolation);
     let setup = ChildSetup {
-        cgroup_procs: cgroup
-            .as_ref()
-            .map(RunCgroup::procs_fds)
-            .unwrap_or_default(),
+        cgroup_join: cgroup.as_ref().map(RunCgroup::join_fds).unwrap_or_default(),
         rlimits: plan.rlimits.clone(),
         ids,
         keep_fds: Vec::new(),
@@ -464,13 +453,18 @@ async fn execute(
         let cgroup = cgroup.clone();
         let lease = lease.clone();
         Arc::new(move || {
-            if let Some(cgroup) = &cgroup {
-                cgroup.kill_all();
-            }
-            // The last sweep runs after the run's process was reaped: when it leaves the uid
-            // clean, releasing the lease needs no further scan.
+            let cgroup_empty = cgroup.as_ref().map(|cgroup| cgroup.kill_until_empty());
+            // The last sweep runs after the run's process was reaped. Every other process of
+            // the run joined the run's cgroups before exec and cannot leave them (the sandbox
+            // sees no cgroupfs, and the cgroup files are root's), so cgroups that list no
+            // member prove the uid has no live process: no `/proc` scan is needed, and the
+            // lease may be reused. Without that proof the uid is swept through `/proc`.
             if let Some(lease) = &lease {
-                lease.reap();
+                if cgroup_empty == Some(true) {
+                    lease.mark_clean();
+                } else {
+                    lease.reap();
+                }
             }
         })
     };
@@ -483,6 +477,9 @@ async fn execute(
     )
     .await;
     let stats = cgroup.as_ref().map(|c| c.stats()).unwrap_or_default();
+    if let (Some(lease), Some(pid)) = (&lease, classify::bwrap_child_pid(&finished.status)) {
+        lease.expect_exit_of(pid);
+    }
     // Kill leftovers, remove the cgroups and the scratch directory, release the uid.
     tokio::task::spawn_blocking(move || {
         drop(sweep);
@@ -580,6 +577,52 @@ async fn execute(
         "sandbox run finished"
     );
     Ok(outcome)
+}
+
+/// What a run needs before its launch.
+struct Prepared {
+    lease: Option<UidLease>,
+    scratch: ScratchDir,
+    cgroup: Option<RunCgroup>,
+}
+
+/// Claims the run's uid, writes its scratch directory and makes its cgroups (blocking).
+fn prepare(
+    uids: Option<UidPool>,
+    scratch_root: &std::path::Path,
+    files: &[SandboxFile],
+    with_tmp: bool,
+    support: Option<CgroupSupport>,
+    execution_id: &str,
+    run_limits: &ExecutionLimits,
+) -> Result<Prepared, SandboxError> {
+    let lease = match uids {
+        Some(pool) => match pool.acquire()? {
+            Some(lease) => Some(lease),
+            None => {
+                return Err(SandboxError::Busy(
+                    "every sandbox uid is in use; retry later".to_owned(),
+                ));
+            }
+        },
+        None => None,
+    };
+    let ids = lease.as_ref().map(|l| (l.uid(), l.uid()));
+    let scratch = ScratchDir::create(scratch_root, files, ids, with_tmp)?;
+    let cgroup = support.as_ref().and_then(|support| {
+        match RunCgroup::create(support, execution_id, run_limits) {
+            Ok(cgroup) => Some(cgroup),
+            Err(error) => {
+                tracing::warn!(%execution_id, %error, "run cgroup setup failed; using rlimits");
+                None
+            }
+        }
+    });
+    Ok(Prepared {
+        lease,
+        scratch,
+        cgroup,
+    })
 }
 
 fn bwrap_launch(

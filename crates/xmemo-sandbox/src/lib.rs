@@ -36,15 +36,20 @@
 //!
 //! The run's scratch directory (`<scratch_root>/xmemo-run-*`) is owned by the run's uid, mode
 //! 0500 (files 0400), and always removed afterwards, as are its cgroups; every process of the
-//! run's uid is killed at the end.
+//! run is killed at the end. A uid claimed through its lock is first swept through `/proc`
+//! (what a crashed holder left running as it is killed). After a run, cgroups that list no
+//! member prove the uid clean — every process of the run joined them before exec and cannot
+//! leave them — and the uid is kept, lock held, for a later run (once the previous sandbox
+//! init, which may wait as a zombie for the host's init, is gone). Without cgroups, or when
+//! they do not empty, the uid is swept through `/proc` and released.
 //!
 //! ## Limits and mechanisms
 //! Each [`RunOutcome::limits`] entry states its value and `enforced_by`:
 //! - timeout (1–60 s, default 30): `watchdog` — at the deadline the outer bwrap is SIGKILLed
 //!   through a pidfd (which tears down the PID namespace) with its process group, then the
-//!   run's cgroups and uid are swept (the same sweep runs after every normal exit, so
-//!   background processes never outlive a run); an RLIMIT_CPU backstop (2×timeout+5 s of CPU
-//!   per process) is also set;
+//!   run's cgroups are emptied by SIGKILL (or, without cgroups, the run's uid is swept through
+//!   `/proc`); the same sweep runs after every normal exit, so background processes never
+//!   outlive a run; an RLIMIT_CPU backstop (2×timeout+5 s of CPU per process) is also set;
 //! - memory (default 256 MiB): `cgroup_v1`/`cgroup_v2` (whole sandbox, real OOM kill, counted
 //!   by `oom_kill`) when a memory cgroup is writable, else `rlimit` (RLIMIT_AS per process:
 //!   allocations fail, Python raises `MemoryError`);
@@ -63,7 +68,9 @@
 //! cgroups: per-run cgroups `xmemo-exec_<id>` are made under the server's own cgroup (v1: per
 //! controller, plus cpuacct for CPU figures; v2: one directory, when the controllers are
 //! enabled for its children, or under `XMEMO_SANDBOX_CGROUP_PARENT`). The child process moves
-//! itself in (writing `0` to `cgroup.procs`) before dropping root. Leftover run cgroups older
+//! itself in (writing `0` to `tasks` on v1 — it is single-threaded there, and a thread's move
+//! skips the global lock a `cgroup.procs` move waits on — or to `cgroup.procs` on v2) before
+//! dropping root. Leftover run cgroups older
 //! than 10 minutes are removed at probe time.
 //!
 //! Resource figures: peak memory, OOM kills and peak tasks from the cgroups; CPU time from

@@ -30,8 +30,9 @@ const STATUS_CAP: usize = 64 * 1024;
 /// What the child does between `fork` and `exec` (all async-signal-safe, no allocation).
 #[derive(Clone, Default)]
 pub struct ChildSetup {
-    /// `cgroup.procs` fds: the child writes `0` to each (moves itself in) while still root.
-    pub cgroup_procs: Vec<RawFd>,
+    /// cgroup join fds (`tasks` on v1, `cgroup.procs` on v2): the child writes `0` to each
+    /// (moves itself in) while still root.
+    pub cgroup_join: Vec<RawFd>,
     /// rlimits, set before dropping privileges.
     pub rlimits: Vec<Rlimit>,
     /// uid/gid to switch to (supplementary groups cleared).
@@ -97,9 +98,9 @@ fn child_setup(setup: &ChildSetup) -> io::Result<()> {
     if unsafe { libc::setsid() } < 0 {
         return Err(io::Error::last_os_error());
     }
-    for &fd in &setup.cgroup_procs {
-        // SAFETY: fd is an open cgroup.procs file inherited from the parent; "0" moves the
-        // calling process.
+    for &fd in &setup.cgroup_join {
+        // SAFETY: fd is an open cgroup `tasks`/`cgroup.procs` file inherited from the parent;
+        // "0" moves the calling (single-threaded) process.
         if unsafe { libc::write(fd, b"0".as_ptr().cast(), 1) } != 1 {
             return Err(io::Error::last_os_error());
         }

@@ -5,29 +5,45 @@
 //! found and killed afterwards. Slots are claimed with an in-process table plus an exclusive
 //! `flock` on `<scratch_root>/xmemo-sandbox-uids/<uid>.lock`, so several server (or test)
 //! processes on one host never share a uid. The lock dies with its process.
+//!
+//! Claiming a uid through its lock scans `/proc` once to kill what a crashed holder may have
+//! left running as it (a few milliseconds on a busy host). A lease whose run was proven to have
+//! left no live process of its uid ([`UidLease::mark_clean`]) goes back to a warm list with its
+//! lock still held, and the next run takes it without the lock dance or the scan: nobody else
+//! can have run as that uid in between, since this process held the lock all along.
 
+use std::collections::VecDeque;
 use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Free uids examined while looking for one without any (zombie) process.
 const CLEAN_CANDIDATES: usize = 32;
+/// Warm leases kept at most; beyond that the oldest is released (its lock dropped).
+const MAX_WARM: usize = 64;
 
-/// A claimed uid; on drop every process still running as it is killed and the slot freed.
+/// A claimed uid; on drop it goes back to the warm list when its run was proven clean, else
+/// every process still running as it is killed and the slot freed.
 #[derive(Debug)]
 pub struct UidLease {
     uid: u32,
     slot: usize,
-    _lock: File,
+    lock: Option<File>,
     pool: Arc<PoolState>,
-    /// The last [`UidLease::reap`] left no process of the uid alive. Only processes of the
-    /// uid can start more of them, so the uid stays clean and the drop need not scan again.
+    /// No process of the uid is alive (set by [`UidLease::reap`] or [`UidLease::mark_clean`]
+    /// once the run's own process was reaped). Only processes of the uid can start more of
+    /// them, so the uid stays clean and the drop need not scan again.
     reaped_clean: AtomicBool,
+    /// Host pid of the run's sandbox init (0: none known). When bubblewrap's outer process
+    /// exits first, that init is reparented to the host's init and waits there, as a zombie
+    /// of this uid, until it is reaped; zombies count against RLIMIT_NPROC, so a warm lease is
+    /// only handed out again once that pid is gone.
+    init_pid: AtomicI32,
 }
 
 impl UidLease {
@@ -42,25 +58,105 @@ impl UidLease {
         let left = reap_uid_scanned(self.uid).alive;
         self.reaped_clean.store(left.is_empty(), Ordering::SeqCst);
     }
+
+    /// Records that no process of the uid is alive, without scanning `/proc`. Only for a
+    /// caller that proved it another way: every process of the run was in the run's cgroups,
+    /// which list no member any more, and the run's own process was reaped.
+    pub fn mark_clean(&self) {
+        self.reaped_clean.store(true, Ordering::SeqCst);
+    }
+
+    /// Records the host pid of the run's sandbox init (see [`UidLease::init_pid`]).
+    pub fn expect_exit_of(&self, pid: libc::pid_t) {
+        self.init_pid.store(pid.max(0), Ordering::SeqCst);
+    }
 }
 
 impl Drop for UidLease {
     fn drop(&mut self) {
-        if !self.reaped_clean.load(Ordering::SeqCst) {
+        let clean = self.reaped_clean.load(Ordering::SeqCst);
+        if clean && let Some(lock) = self.lock.take() {
+            let warm = Warm {
+                uid: self.uid,
+                slot: self.slot,
+                lock,
+                init_pid: self.init_pid.load(Ordering::SeqCst),
+            };
+            let evicted = match self.pool.warm.lock() {
+                Ok(mut list) => {
+                    list.push_back(warm);
+                    if list.len() > MAX_WARM {
+                        list.pop_front()
+                    } else {
+                        None
+                    }
+                }
+                // Poisoned: release this one instead of keeping it.
+                Err(_) => Some(warm),
+            };
+            if let Some(evicted) = evicted {
+                self.pool.free(evicted.slot);
+            }
+            return;
+        }
+        if !clean {
             reap_uid(self.uid);
         }
-        if let Ok(mut used) = self.pool.used.lock()
-            && let Some(flag) = used.get_mut(self.slot)
-        {
-            *flag = false;
-        }
+        self.pool.free(self.slot);
     }
+}
+
+/// A released lease whose uid has no live process, kept with its lock for the next run.
+#[derive(Debug)]
+struct Warm {
+    uid: u32,
+    slot: usize,
+    lock: File,
+    init_pid: libc::pid_t,
 }
 
 #[derive(Debug)]
 struct PoolState {
     used: Mutex<Vec<bool>>,
     next: Mutex<usize>,
+    /// Leases ready for reuse, oldest first.
+    warm: Mutex<VecDeque<Warm>>,
+}
+
+impl PoolState {
+    fn free(&self, slot: usize) {
+        if let Ok(mut used) = self.used.lock()
+            && let Some(flag) = used.get_mut(slot)
+        {
+            *flag = false;
+        }
+    }
+
+    /// The oldest warm lease whose previous sandbox init is gone (`runs_as(pid, uid)`: that
+    /// pid still exists as that uid).
+    fn take_warm(self: &Arc<Self>, runs_as: impl Fn(libc::pid_t, u32) -> bool) -> Option<UidLease> {
+        let mut list = self.warm.lock().ok()?;
+        let position = list
+            .iter()
+            .position(|w| w.init_pid <= 0 || !runs_as(w.init_pid, w.uid))?;
+        let warm = list.remove(position)?;
+        Some(UidLease {
+            uid: warm.uid,
+            slot: warm.slot,
+            lock: Some(warm.lock),
+            pool: Arc::clone(self),
+            reaped_clean: AtomicBool::new(false),
+            init_pid: AtomicI32::new(0),
+        })
+    }
+}
+
+/// Whether `pid` exists (alive or zombie) and belongs to `uid` (one `/proc` read).
+fn pid_runs_as(pid: libc::pid_t, uid: u32) -> bool {
+    fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|status| status_uids(&status))
+        .is_some_and(|ids| ids.contains(&uid))
 }
 
 /// The range of uids runs may use.
@@ -83,6 +179,7 @@ impl UidPool {
                 // Start somewhere else in every process, so that server (and test) processes
                 // on one host do not all begin with the same uid.
                 next: Mutex::new(spread_start(count)),
+                warm: Mutex::new(VecDeque::new()),
             }),
         }
     }
@@ -112,6 +209,9 @@ impl UidPool {
     /// all: a previous run's exited init may still wait, as a zombie, for the host's init to
     /// reap it, and zombies count against RLIMIT_NPROC.
     pub fn acquire(&self) -> io::Result<Option<UidLease>> {
+        if let Some(lease) = self.state.take_warm(pid_runs_as) {
+            return Ok(Some(lease));
+        }
         if let Some(lease) = self.acquire_pass(true, CLEAN_CANDIDATES)? {
             return Ok(Some(lease));
         }
@@ -168,9 +268,10 @@ impl UidPool {
                     return Ok(Some(UidLease {
                         uid,
                         slot,
-                        _lock: lock,
+                        lock: Some(lock),
                         pool: Arc::clone(&self.state),
                         reaped_clean: AtomicBool::new(false),
+                        init_pid: AtomicI32::new(0),
                     }));
                 }
                 Ok(None) | Err(_) => {
@@ -348,5 +449,50 @@ mod tests {
         let c = other.acquire().expect("io").expect("slot freed");
         assert_eq!(c.uid(), freed);
         drop((b, c));
+    }
+
+    #[test]
+    fn a_lease_proven_clean_is_reused_with_its_lock_held() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let pool = UidPool::new(410_000, 2, dir.path());
+        let other = UidPool::new(410_000, 2, dir.path());
+        let a = pool.acquire().expect("io").expect("slot a");
+        let uid = a.uid();
+        a.mark_clean();
+        drop(a);
+        // Still locked: another server process cannot take the uid while it is warm here.
+        let b = other.acquire().expect("io").expect("the other slot");
+        assert_ne!(b.uid(), uid);
+        assert!(other.acquire().expect("io").is_none(), "warm uid was free");
+        // The next run here gets the warm uid back.
+        let again = pool.acquire().expect("io").expect("warm slot");
+        assert_eq!(again.uid(), uid);
+        // Not proven clean this time: the drop sweeps it and frees the slot for anyone.
+        drop(again);
+        let c = other.acquire().expect("io").expect("freed slot");
+        assert_eq!(c.uid(), uid);
+        drop((b, c));
+    }
+
+    #[test]
+    fn a_warm_lease_waits_until_its_sandbox_init_is_gone() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let pool = UidPool::new(420_000, 1, dir.path());
+        let a = pool.acquire().expect("io").expect("slot");
+        let uid = a.uid();
+        a.mark_clean();
+        a.expect_exit_of(4242);
+        drop(a);
+        assert!(
+            pool.state
+                .take_warm(|pid, owner| pid == 4242 && owner == uid)
+                .is_none(),
+            "handed out while its init still waits to be reaped"
+        );
+        let lease = pool
+            .state
+            .take_warm(|_, _| false)
+            .expect("handed out once the init is gone");
+        assert_eq!(lease.uid(), uid);
     }
 }
