@@ -100,9 +100,15 @@ async fn consecutive_runs_start_clean_and_keep_their_limits() {
             if reused && run >= 3 {
                 break;
             }
+            // Let the host's init reap the previous sandbox init (a zombie of this uid until
+            // then), so the uid may be handed out again; a loaded machine may take a while.
+            for _ in 0..500 {
+                if processes_of_uid(uid).is_empty() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
         }
-        // Let the host's init reap the previous sandbox init, so its uid may be reused.
-        tokio::time::sleep(Duration::from_millis(50)).await;
     }
     // As root the runs have private uids; a clean one is handed out again (the path these
     // checks are about) once the host's init has reaped the previous run's sandbox init.
