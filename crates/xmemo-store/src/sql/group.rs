@@ -2,10 +2,11 @@
 //! on SQLite, one commit flush on PostgreSQL) instead of paying a commit each.
 //!
 //! Every save queues itself. A save that finds no leader running starts one; the leader takes
-//! every save queued so far (up to [`MAX_BATCH`]), runs them in one transaction, each inside
-//! its own savepoint, and goes on with whatever queued meanwhile until the queue is empty. A
-//! save that fails (a stale `expected_revision_id`, a limit, a database error) is rolled back
-//! to its savepoint and answers its own error while the others go on. Nobody is answered
+//! every save queued so far (up to [`MAX_BATCH`]), runs them in one transaction and goes on
+//! with whatever queued meanwhile until the queue is empty. A save that fails (a stale
+//! `expected_revision_id`, a limit, a database error) answers its own error while the others
+//! go on: the batch is then run again with each save inside its own savepoint, and the failed
+//! one is rolled back to it. Nobody is answered
 //! before the commit: an acknowledged save is durable. When the batch itself cannot go on (a
 //! savepoint statement fails, SQLite rolled the whole transaction back) every save of the
 //! batch is run again alone, in its own transaction. Under load batches grow to the number of
@@ -179,7 +180,33 @@ enum Failure {
 }
 
 /// Each save's own result, in order, once the transaction holding all of them committed.
+///
+/// First without savepoints (two statements a save fewer): while every save goes through,
+/// they are not needed. When one fails, that transaction is dropped — rolled back, nobody
+/// answered — and the batch runs again with a savepoint around each save, so the failed one
+/// rolls back alone.
 async fn batch_in_one_transaction<D: Dialect>(
+    store: &SqlStore<D>,
+    jobs: &[Pending],
+) -> Result<Vec<StoreResult<SaveOutcome>>, Failure> {
+    let mut s = store.write().await.map_err(Failure::Batch)?;
+    let mut outcomes = Vec::with_capacity(jobs.len());
+    for job in jobs {
+        match skills::save_in(&mut s, &job.save).await {
+            // An unchanged save wrote nothing: there is nothing to roll back.
+            Ok(outcome) => outcomes.push(Ok(outcome)),
+            Err(e) => {
+                tracing::debug!(error = %e, saves = jobs.len(), "a save of the batch failed; the batch runs again with savepoints");
+                drop(s);
+                return batch_with_savepoints(store, jobs).await;
+            }
+        }
+    }
+    s.commit().await.map_err(Failure::Commit)?;
+    Ok(outcomes)
+}
+
+async fn batch_with_savepoints<D: Dialect>(
     store: &SqlStore<D>,
     jobs: &[Pending],
 ) -> Result<Vec<StoreResult<SaveOutcome>>, Failure> {
@@ -192,7 +219,7 @@ async fn batch_in_one_transaction<D: Dialect>(
         let result = skills::save_in(&mut s, &job.save).await;
         let keep = matches!(&result, Ok(outcome) if outcome.created);
         if !keep {
-            s.execute(Stmt::new("ROLLBACK TO SAVEPOINT group_save"))
+            s.rollback_to("ROLLBACK TO SAVEPOINT group_save")
                 .await
                 .map_err(Failure::Batch)?;
         }
