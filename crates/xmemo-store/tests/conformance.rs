@@ -214,6 +214,7 @@ conformance!(
     group_commit_answers_each_save_its_own_result,
     saves_queued_behind_a_busy_writer_share_one_commit,
     clients_saving_in_a_loop_share_commits,
+    a_batch_publishing_one_skill_twice_indexes_it_once,
     a_save_answers_the_skill_as_stored,
     publish_deprecates_previous_and_status_is_compare_and_set,
     concurrent_publishes_leave_one_published,
@@ -1651,6 +1652,12 @@ mod cases {
                 5 => draft("base v2")
                     .expect(Some(&base.revision.revision_id))
                     .to_save(&ws, "base", &who),
+                // One new skill published twice in the batch: its Level 0 row is written
+                // once, from the second.
+                0 | 6 => draft(&format!("twice {i}"))
+                    .named(&format!("Zebrafinch {i}"), "Published twice in one batch")
+                    .status(RevisionStatus::Published)
+                    .to_save(&ws, "twice", &who),
                 _ => draft(&format!("queued {i}")).to_save(&ws, &format!("queued-{i}"), &who),
             };
             let node = store.clone();
@@ -1681,6 +1688,11 @@ mod cases {
                     assert!(outcome.created);
                     assert_eq!(outcome.revision.revision_number, 2);
                 }
+                0 | 6 => {
+                    let outcome = result.unwrap();
+                    assert!(outcome.created);
+                    assert_eq!(outcome.skill.slug, "twice");
+                }
                 _ => {
                     let outcome = result.unwrap();
                     assert!(outcome.created);
@@ -1704,13 +1716,94 @@ mod cases {
             .await
             .unwrap();
         assert!(found.is_empty(), "the failed save rolled back alone");
+        let twice = store
+            .find_skills_by_slug(std::slice::from_ref(&ws), "twice")
+            .await
+            .unwrap();
+        assert_eq!(twice.len(), 1);
+        assert_eq!(twice[0].latest_revision_number, 2);
+        let hits = search(&store, "zebrafinch", &[&ws]).await;
+        assert_eq!(slugs(&hits), ["twice"], "one Level 0 row");
+        let published = store
+            .published_revision(&twice[0].skill_id)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(hits[0].name, published.name, "from the published revision");
         let audit = store.list_audit(&AuditFilter::default()).await.unwrap();
         assert_eq!(
             audit.len() - audit_before,
             6,
-            "the first, four new, base v2"
+            "the first, two new, twice twice, base v2"
         );
         assert_eq!(verify_audit_chain(&audit), Ok(()));
+    }
+
+    /// A batch whose saves all go through writes its Level 0 rows once, after the last save:
+    /// a skill created and published twice in it gets one row, from its final published
+    /// revision, and an existing skill's row is replaced.
+    pub async fn a_batch_publishing_one_skill_twice_indexes_it_once(db: &TestDb) {
+        let store = db.store();
+        let alice = account(&store, "alice").await;
+        let ws = alice.personal_workspace_id.clone();
+        let who = actor(&alice.account_id);
+        let old = save(
+            &store,
+            &alice,
+            "old",
+            draft("old v1")
+                .named("Wombat old", "Before the batch")
+                .status(RevisionStatus::Published),
+        )
+        .await;
+        let before = store.save_transactions();
+        let held = db.hold_writer().await;
+        let first = {
+            let node = store.clone();
+            let save = draft("first").to_save(&ws, "first", &who);
+            tokio::spawn(async move { node.save_revision(save).await })
+        };
+        until("the first save's batch to start", || {
+            store.save_transactions() == before + 1 && store.queued_saves() == 0
+        })
+        .await;
+        let saves = [
+            ("twice", "Zebrafinch one"),
+            ("twice", "Zebrafinch two"),
+            ("old", "Wombat new"),
+        ];
+        let mut queued = Vec::new();
+        for (slug, name) in saves {
+            let save = draft(name)
+                .named(name, "Published in one batch")
+                .status(RevisionStatus::Published)
+                .to_save(&ws, slug, &who);
+            let node = store.clone();
+            queued.push(tokio::spawn(async move { node.save_revision(save).await }));
+        }
+        until("three saves to queue", || store.queued_saves() == 3).await;
+        held.release().await;
+        assert!(first.await.unwrap().unwrap().created);
+        for task in queued {
+            assert!(task.await.unwrap().unwrap().created);
+        }
+        assert_eq!(store.save_transactions() - before, 2);
+        let hits = search(&store, "zebrafinch", &[&ws]).await;
+        assert_eq!(slugs(&hits), ["twice"]);
+        // The two were queued in no set order: the row is the one published last.
+        let published = store
+            .published_revision(&hits[0].skill_id)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(published.revision_number, 2);
+        assert_eq!(hits[0].name, published.name);
+        let hits = search(&store, "wombat", &[&ws]).await;
+        assert_eq!(slugs(&hits), ["old"]);
+        assert_eq!(hits[0].name, "Wombat new");
+        assert_eq!(hits[0].skill_id, old.skill.skill_id);
+        let counts = store.table_counts().await.unwrap();
+        assert_eq!(counts["skills_fts"], 2, "one row a published skill");
     }
 
     /// Eight clients saving one after another (each waits for its answer, then saves again),

@@ -56,7 +56,7 @@ impl Dialect for Postgres {
         "INSERT INTO skill_search (skill_id, workspace_id, slug, name, description)
          SELECT s.skill_id, s.workspace_id, s.slug, r.name, r.description
          FROM skills s JOIN revisions r ON r.skill_id = s.skill_id AND r.status = 'published'
-         WHERE s.skill_id = $1 AND s.asset_status = 'active'";
+         WHERE s.skill_id IN ({ids}) AND s.asset_status = 'active'";
 
     const MEMORY_HIT_JOIN: &'static str = "m.memory_id = h.hit_key";
 

@@ -191,16 +191,27 @@ async fn batch_in_one_transaction<D: Dialect>(
 ) -> Result<Vec<StoreResult<SaveOutcome>>, Failure> {
     let mut s = store.write().await.map_err(Failure::Batch)?;
     let mut outcomes = Vec::with_capacity(jobs.len());
+    let mut search = skills::SearchRows::default();
+    let mut failed = None;
     for job in jobs {
-        match skills::save_in(&mut s, &job.save).await {
+        match skills::save_in(&mut s, &job.save, &mut search).await {
             // An unchanged save wrote nothing: there is nothing to roll back.
             Ok(outcome) => outcomes.push(Ok(outcome)),
             Err(e) => {
-                tracing::debug!(error = %e, saves = jobs.len(), "a save of the batch failed; the batch runs again with savepoints");
-                drop(s);
-                return batch_with_savepoints(store, jobs).await;
+                failed = Some(e);
+                break;
             }
         }
+    }
+    if failed.is_none()
+        && let Err(e) = search.write(&mut s).await
+    {
+        failed = Some(e);
+    }
+    if let Some(e) = failed {
+        tracing::debug!(error = %e, saves = jobs.len(), "a save of the batch failed; the batch runs again with savepoints");
+        drop(s);
+        return batch_with_savepoints(store, jobs).await;
     }
     s.commit().await.map_err(Failure::Commit)?;
     Ok(outcomes)
@@ -216,7 +227,13 @@ async fn batch_with_savepoints<D: Dialect>(
         s.execute(Stmt::new("SAVEPOINT group_save"))
             .await
             .map_err(Failure::Batch)?;
-        let result = skills::save_in(&mut s, &job.save).await;
+        let mut search = skills::SearchRows::default();
+        let mut result = skills::save_in(&mut s, &job.save, &mut search).await;
+        if result.is_ok()
+            && let Err(e) = search.write(&mut s).await
+        {
+            result = Err(e);
+        }
         let keep = matches!(&result, Ok(outcome) if outcome.created);
         if !keep {
             s.rollback_to("ROLLBACK TO SAVEPOINT group_save")

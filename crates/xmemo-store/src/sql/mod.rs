@@ -54,8 +54,9 @@ pub trait Dialect: Send + Sync + Sized + 'static {
     const SEARCH_TABLE: &'static str;
     /// Removes skill `$1`'s Level 0 row.
     const SEARCH_DELETE: &'static str;
-    /// Writes skill `$1`'s Level 0 row when it is active and has a published revision,
-    /// carrying that revision's name and description.
+    /// Writes the Level 0 row of each skill of `{ids}` (replaced by a list of placeholders
+    /// `$1,$2,…`) that is active and has a published revision, carrying that revision's name
+    /// and description. One statement for a whole batch of saves (`skills::SearchRows`).
     const SEARCH_INSERT: &'static str;
     /// The Level 0 query: active skills with a published revision in the query's
     /// workspaces, exact slug/name matches first, then relevance. Its rows carry

@@ -477,13 +477,39 @@ async fn deprecate_published<D: Dialect>(
     Ok(())
 }
 
+/// The skills whose Level 0 row a transaction's saves have to write before it commits.
+///
+/// Written in one statement after the last save, not save by save: SQLite's FTS5 flushes its
+/// pending rows to a new index segment whenever a later statement of the transaction opens
+/// a statement savepoint (every constrained INSERT does), so rows written save by save made
+/// a segment each — flush and merge work that was a tenth of a save's instructions — and on
+/// PostgreSQL it is a round trip less a save.
+#[derive(Default)]
+pub struct SearchRows(Vec<String>);
+
+impl SearchRows {
+    fn add(&mut self, skill_id: &str) {
+        // A skill saved twice in one batch gets its row once (it is keyed by the skill).
+        if !self.0.iter().any(|id| id == skill_id) {
+            self.0.push(skill_id.to_string());
+        }
+    }
+
+    /// Writes the rows (their old rows were removed by the saves).
+    pub async fn write<D: Dialect>(self, s: &mut Session<D>) -> StoreResult<()> {
+        insert_search_rows(s, &self.0).await
+    }
+}
+
 /// One save in its own transaction (a batch of one, or a save retried alone).
 pub async fn save_alone<D: Dialect>(
     store: &SqlStore<D>,
     save: &SaveRevision,
 ) -> StoreResult<SaveOutcome> {
     let mut s = store.write().await?;
-    let outcome = save_in(&mut s, save).await?;
+    let mut search = SearchRows::default();
+    let outcome = save_in(&mut s, save, &mut search).await?;
+    search.write(&mut s).await?;
     if outcome.created {
         s.commit().await?;
     }
@@ -492,12 +518,14 @@ pub async fn save_alone<D: Dialect>(
 }
 
 /// A save's statements inside the caller's transaction (its own, or shared by a group
-/// commit). `created == false` means nothing was written. A new skill with components costs
-/// six statements, seven when published; the first audit append of a transaction adds the
-/// read of the chain's head (and on PostgreSQL its lock).
+/// commit), but for its Level 0 row, which it adds to `search` for the caller to write
+/// before the commit. `created == false` means nothing was written. A new skill with
+/// components costs six statements; the first audit append of a transaction adds the read
+/// of the chain's head (and on PostgreSQL its lock).
 pub async fn save_in<D: Dialect>(
     s: &mut Session<D>,
     save: &SaveRevision,
+    search: &mut SearchRows,
 ) -> StoreResult<SaveOutcome> {
     let at = now();
     let publish = save.status == RevisionStatus::Published;
@@ -584,12 +612,11 @@ pub async fn save_in<D: Dialect>(
     insert_blobs(s, &blobs, "ON CONFLICT (content_hash) DO NOTHING").await?;
     insert_components(s, &revision).await?;
     if publish {
-        if fresh {
-            s.execute(Stmt::new(D::SEARCH_INSERT).bind(&skill.skill_id))
+        if !fresh {
+            s.execute(Stmt::new(D::SEARCH_DELETE).bind(&skill.skill_id))
                 .await?;
-        } else {
-            refresh_search_row(s, &skill.skill_id).await?;
         }
+        search.add(&skill.skill_id);
         skill.published_revision_id = Some(revision.revision_id.clone());
     }
     let audit = AuditDraft::new("skill.save", &save.attribution)
@@ -808,8 +835,18 @@ pub async fn set_asset_status<D: Dialect>(
 pub async fn refresh_search_row<D: Dialect>(s: &mut Session<D>, skill_id: &str) -> StoreResult<()> {
     s.execute(Stmt::new(D::SEARCH_DELETE).bind(skill_id))
         .await?;
-    s.execute(Stmt::new(D::SEARCH_INSERT).bind(skill_id))
-        .await?;
+    insert_search_rows(s, &[skill_id.to_string()]).await
+}
+
+/// Writes the Level 0 rows of `skill_ids`, which have none (removed, or never written).
+async fn insert_search_rows<D: Dialect>(
+    s: &mut Session<D>,
+    skill_ids: &[String],
+) -> StoreResult<()> {
+    for chunk in skill_ids.chunks(ROWS_PER_INSERT) {
+        let sql = D::SEARCH_INSERT.replace("{ids}", &in_list(1, chunk.len()));
+        s.execute(Stmt::new(sql).bind_all(chunk)).await?;
+    }
     Ok(())
 }
 

@@ -31,7 +31,7 @@ impl Dialect for Sqlite {
     const SEARCH_INSERT: &'static str = "INSERT INTO skills_fts (rowid, skill_id, workspace_id, slug, name, description)
          SELECT s.search_key, s.skill_id, s.workspace_id, replace(s.slug, '-', ' '), r.name, r.description
          FROM skills s JOIN revisions r ON r.skill_id = s.skill_id AND r.status = 'published'
-         WHERE s.skill_id = $1 AND s.asset_status = 'active'";
+         WHERE s.skill_id IN ({ids}) AND s.asset_status = 'active'";
 
     const MEMORY_INDEX_DELETE: Option<&'static str> = Some(
         "DELETE FROM memories_fts WHERE rowid = (SELECT search_key FROM memories WHERE memory_id = $1)",
