@@ -36,6 +36,8 @@ pub trait Store: Send + Sync + 'static {
     /// Write transactions that have carried skill saves so far. Concurrent saves share one
     /// (group commit), so under load this grows slower than the number of saves.
     fn save_transactions(&self) -> u64;
+    /// Saves waiting for their group commit to start (tests and diagnostics).
+    fn queued_saves(&self) -> usize;
 
     // Audit drafts are the caller's: the store fills in only the identifiers it allocates
     // (the new account's `account_id` and personal workspace, a new key's `key_id`).

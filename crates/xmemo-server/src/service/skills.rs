@@ -25,32 +25,34 @@ impl Service {
         let access = self.access(principal).await?;
         let target = save_target(&access, req.workspace.as_deref(), req.intent)?;
 
-        let existing = self
-            .store
-            .find_skills_by_slug(
-                std::slice::from_ref(&target.workspace.workspace_id),
-                &req.slug,
-            )
-            .await?
-            .into_iter()
-            .next();
-        let (name, description) = match (&existing, req.name, req.description) {
-            (_, Some(n), Some(d)) => (n, d),
-            (Some(skill), n, d) => (
-                n.unwrap_or_else(|| skill.name.clone()),
-                d.unwrap_or_else(|| skill.description.clone()),
-            ),
-            (None, None, _) => {
-                return Err(ServiceError::validation(
-                    "name is required when a skill is first saved",
-                    "name",
-                ));
-            }
-            (None, _, None) => {
-                return Err(ServiceError::validation(
-                    "description is required when a skill is first saved",
-                    "description",
-                ));
+        let (name, description) = match (req.name, req.description) {
+            (Some(n), Some(d)) => (n, d),
+            // Only a save leaving one out needs the skill's current values.
+            (n, d) => {
+                let existing = self
+                    .store
+                    .find_skills_by_slug(
+                        std::slice::from_ref(&target.workspace.workspace_id),
+                        &req.slug,
+                    )
+                    .await?
+                    .into_iter()
+                    .next();
+                match existing {
+                    Some(skill) => (n.unwrap_or(skill.name), d.unwrap_or(skill.description)),
+                    None if n.is_none() => {
+                        return Err(ServiceError::validation(
+                            "name is required when a skill is first saved",
+                            "name",
+                        ));
+                    }
+                    None => {
+                        return Err(ServiceError::validation(
+                            "description is required when a skill is first saved",
+                            "description",
+                        ));
+                    }
+                }
             }
         };
         if req.components.len() > xmemo_core::limits::MAX_COMPONENTS {

@@ -14,7 +14,10 @@
 //!
 //! Lock order, which keeps the backend free of deadlocks: at most one skill row per
 //! transaction, then blobs in content-hash order, then the audit lock last (after it a
-//! transaction only reads). Rows, timestamps (RFC 3339 text) and JSON (text) read exactly as
+//! transaction only reads). A group commit of saves (`sql/group.rs`) is the exception: its
+//! later saves lock their skill rows while it holds the audit lock, so it can deadlock with a
+//! lifecycle change of one of those skills on another connection; PostgreSQL detects it and
+//! one side gets a retryable conflict. Rows, timestamps (RFC 3339 text) and JSON (text) read exactly as
 //! on SQLite; the statements are the shared ones of `crate::sql`.
 
 mod url;

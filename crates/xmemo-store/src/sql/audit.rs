@@ -6,20 +6,29 @@ use crate::model::*;
 use crate::{Record, StoreResult};
 
 /// Appends `draft` as the next link of the chain, inside the caller's transaction.
+/// Several appends in one transaction (a group commit of saves) lock the chain and read its
+/// head once: the transaction holds the lock to its end, so nobody else appends meanwhile.
 pub async fn append<D: Dialect>(s: &mut Session<D>, draft: &AuditDraft) -> StoreResult<()> {
-    s.lock(D::LOCK_AUDIT_CHAIN).await?;
-    let last = s
-        .optional(Stmt::new(
-            "SELECT seq, entry_hash FROM audit_log ORDER BY seq DESC LIMIT 1",
-        ))
-        .await?;
-    let (seq, prev) = match last {
-        Some(r) => (r.int("seq")? + 1, r.text("entry_hash")?),
-        None => (1, String::new()),
+    let (seq, prev) = match s.audit_head.take() {
+        Some((seq, hash)) => (seq + 1, hash),
+        None => {
+            s.lock(D::LOCK_AUDIT_CHAIN).await?;
+            let last = s
+                .optional(Stmt::new(
+                    "SELECT seq, entry_hash FROM audit_log ORDER BY seq DESC LIMIT 1",
+                ))
+                .await?;
+            match last {
+                Some(r) => (r.int("seq")? + 1, r.text("entry_hash")?),
+                None => (1, String::new()),
+            }
+        }
     };
     let at = now();
     let hash = audit_entry_hash(&prev, seq, &at, draft);
-    insert(s, seq, &at, draft, &prev, &hash).await
+    insert(s, seq, &at, draft, &prev, &hash).await?;
+    s.audit_head = Some((seq, hash));
+    Ok(())
 }
 
 /// Inserts one entry as given (appends and snapshot imports).
@@ -31,6 +40,7 @@ pub async fn insert<D: Dialect>(
     prev_hash: &str,
     entry_hash: &str,
 ) -> StoreResult<()> {
+    s.audit_head = None;
     let a = &draft.actor;
     s.execute(
         Stmt::new("INSERT INTO audit_log (seq, at, action, account_id, credential_id, client_profile, agent_id, agent_instance_id, workspace_id, skill_id, revision_id, details, prev_hash, entry_hash) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14)")

@@ -199,6 +199,12 @@ pub trait Driver: Send + Sync + Sized + 'static {
         held: &mut Held<Self>,
         script: &'static str,
     ) -> impl Future<Output = StoreResult<()>> + Send;
+
+    /// Runs `batch` (a group commit holding the writer) to its end in the background. A
+    /// driver whose statements run on the calling thread runs it off the async workers.
+    fn spawn_batch(batch: impl Future<Output = ()> + Send + 'static) {
+        tokio::spawn(batch);
+    }
 }
 
 impl Record for sqlx::postgres::PgRow {

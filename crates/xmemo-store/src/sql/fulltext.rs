@@ -133,6 +133,33 @@ pub(crate) async fn log_change<D: Dialect>(
     Ok(())
 }
 
+/// Records, inside the writing transaction, that the full-text rows `keys` of `kind` changed
+/// (one statement for a batch of saves).
+pub(crate) async fn log_changes<D: Dialect>(
+    s: &mut Session<D>,
+    kind: Kind,
+    keys: &[String],
+) -> StoreResult<()> {
+    if keys.is_empty() {
+        return Ok(());
+    }
+    s.lock(D::LOCK_AUDIT_CHAIN).await?;
+    for chunk in keys.chunks(BATCH) {
+        let values: Vec<String> = (1..=chunk.len())
+            .map(|n| format!("({}, ${n})", kind as i64))
+            .collect();
+        s.execute(
+            Stmt::new(format!(
+                "INSERT INTO fulltext_log (kind, key) VALUES {}",
+                values.join(", ")
+            ))
+            .bind_all(chunk),
+        )
+        .await?;
+    }
+    Ok(())
+}
+
 /// Records that every skill and memory of workspace `ws` changed (before the workspace and
 /// everything in it is deleted).
 pub(crate) async fn log_workspace<D: Dialect>(s: &mut Session<D>, ws: &str) -> StoreResult<()> {

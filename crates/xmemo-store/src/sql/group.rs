@@ -1,24 +1,32 @@
 //! Group commit of skill saves: concurrent saves share one write transaction (one WAL fsync
 //! on SQLite, one commit flush on PostgreSQL) instead of paying a commit each.
 //!
-//! Every save queues itself and waits for the group lock. The holder (the "leader") takes
-//! every save queued so far (up to [`MAX_BATCH`]) and runs them in one transaction, each
-//! inside its own savepoint: a save that fails (a stale `expected_revision_id`, a limit, a
-//! database error) is rolled back to its savepoint and answers its own error while the others
-//! go on. Nobody is answered before the commit: an acknowledged save is durable. When the
-//! batch itself cannot go on (a savepoint statement fails, SQLite rolled the whole
-//! transaction back) every save of the batch is run again alone, in its own transaction.
-//! A save queued while a batch runs waits for the next one, so under load batches grow to the
-//! number of concurrent writers and with one client every save commits alone, as before.
+//! Every save queues itself. A save that finds no leader running starts one; the leader takes
+//! every save queued so far (up to [`MAX_BATCH`]), runs them in one transaction and goes on
+//! with whatever queued meanwhile until the queue is empty. A save that fails (a stale
+//! `expected_revision_id`, a limit, a database error) answers its own error while the others
+//! go on: the batch is then run again with each save inside its own savepoint, and the failed
+//! one is rolled back to it. Nobody is answered
+//! before the commit: an acknowledged save is durable. When the batch itself cannot go on (a
+//! savepoint statement fails, SQLite rolled the whole transaction back) every save of the
+//! batch is run again alone, in its own transaction. Under load batches grow to the number of
+//! concurrent writers; with one client every save commits alone, as before.
 //!
-//! The batch runs in a spawned task that owns the group lock, so a client that goes away
-//! (its request future dropped) cannot cut a transaction short; a save whose client has
-//! gone before its batch starts is skipped (never written later behind the client's back).
+//! A waiting save waits for its answer only, never for a turn at a lock: with a lock that
+//! every save had to take in turn (the first design), a save already answered by someone
+//! else's batch still queued for the lock behind the next batch, and each batch then held
+//! only the one save that arrived while the previous one committed — batches of one under
+//! eight clients.
+//!
+//! The leader is a task of its own (on SQLite a blocking thread: its statements and fsync
+//! run there, not on the async workers), so a client that goes away (its request future
+//! dropped) cannot cut a transaction short; a save whose client has gone before its batch
+//! starts is skipped (never written later behind the client's back).
 
-use super::{Dialect, SqlStore, Stmt, skills};
+use super::{Dialect, Driver, SqlStore, Stmt, skills};
 use crate::model::{SaveOutcome, SaveRevision};
 use crate::{StoreError, StoreResult};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use tokio::sync::oneshot;
 
 /// At most this many saves share a transaction, so one batch holds the writer for a bounded
@@ -30,29 +38,50 @@ struct Pending {
     reply: oneshot::Sender<StoreResult<SaveOutcome>>,
 }
 
-/// The queue and group lock of one store (shared by its clones).
+#[derive(Default)]
+struct Queue {
+    pending: Vec<Pending>,
+    /// A leader is running: it will take what is pending before it stops.
+    leading: bool,
+}
+
+/// The queue of one store (shared by its clones).
 #[derive(Default)]
 pub struct SaveGroup {
-    pending: Mutex<Vec<Pending>>,
-    leader: Arc<tokio::sync::Mutex<()>>,
+    queue: Mutex<Queue>,
     batches: std::sync::atomic::AtomicU64,
 }
 
 impl SaveGroup {
-    fn take(&self) -> Vec<Pending> {
-        let mut pending = match self.pending.lock() {
-            Ok(p) => p,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        let n = pending.len().min(MAX_BATCH);
-        pending.drain(..n).collect()
+    fn queue(&self) -> std::sync::MutexGuard<'_, Queue> {
+        // Pushes and drains only: a panic elsewhere cannot leave the queue inconsistent.
+        self.queue
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn push(&self, job: Pending) {
-        match self.pending.lock() {
-            Ok(mut p) => p.push(job),
-            Err(poisoned) => poisoned.into_inner().push(job),
+    /// Queues `job`; true when the caller must start a leader.
+    fn push(&self, job: Pending) -> bool {
+        let mut q = self.queue();
+        q.pending.push(job);
+        !std::mem::replace(&mut q.leading, true)
+    }
+
+    /// The next batch, or none — and then the leader has stopped (under the same lock as
+    /// [`Self::push`], so a save queued after this starts the next leader).
+    fn next_batch(&self) -> Option<Vec<Pending>> {
+        let mut q = self.queue();
+        if q.pending.is_empty() {
+            q.leading = false;
+            return None;
         }
+        let n = q.pending.len().min(MAX_BATCH);
+        Some(q.pending.drain(..n).collect())
+    }
+
+    /// Saves waiting for a batch to take them.
+    pub fn queued(&self) -> usize {
+        self.queue().pending.len()
     }
 
     /// Write transactions that carried at least one save (for tests and diagnostics: fewer
@@ -62,20 +91,38 @@ impl SaveGroup {
     }
 }
 
+/// The running leader. Should it end without stopping (a panic, a runtime shutting down), the
+/// queued saves are answered as interrupted (their senders dropped) and the next save starts
+/// a new leader, instead of every later save waiting for a leader that is gone.
+struct Leader<'a> {
+    group: &'a SaveGroup,
+    stopped: bool,
+}
+
+impl Drop for Leader<'_> {
+    fn drop(&mut self) {
+        if !self.stopped {
+            let mut q = self.group.queue();
+            q.pending.clear();
+            q.leading = false;
+        }
+    }
+}
+
 /// Saves `save` in the next group commit and answers after that commit.
 pub async fn save<D: Dialect>(store: &SqlStore<D>, save: SaveRevision) -> StoreResult<SaveOutcome> {
     let (reply, answer) = oneshot::channel();
-    store.saves.push(Pending { save, reply });
-    let guard = store.saves.leader.clone().lock_owned().await;
-    let jobs = store.saves.take();
-    if jobs.is_empty() {
-        // An earlier leader took this save into its batch (which has answered or will).
-        drop(guard);
-    } else {
+    if store.saves.push(Pending { save, reply }) {
         let store = store.clone();
-        tokio::spawn(async move {
-            let _leader = guard;
-            run_batch(&store, jobs).await;
+        <D::Driver as Driver>::spawn_batch(async move {
+            let mut leader = Leader {
+                group: &store.saves,
+                stopped: false,
+            };
+            while let Some(jobs) = store.saves.next_batch() {
+                run_batch(&store, jobs).await;
+            }
+            leader.stopped = true;
         });
     }
     answer.await.unwrap_or_else(|_| {
@@ -133,7 +180,44 @@ enum Failure {
 }
 
 /// Each save's own result, in order, once the transaction holding all of them committed.
+///
+/// First without savepoints (two statements a save fewer): while every save goes through,
+/// they are not needed. When one fails, that transaction is dropped — rolled back, nobody
+/// answered — and the batch runs again with a savepoint around each save, so the failed one
+/// rolls back alone.
 async fn batch_in_one_transaction<D: Dialect>(
+    store: &SqlStore<D>,
+    jobs: &[Pending],
+) -> Result<Vec<StoreResult<SaveOutcome>>, Failure> {
+    let mut s = store.write().await.map_err(Failure::Batch)?;
+    let mut outcomes = Vec::with_capacity(jobs.len());
+    let mut search = skills::SearchRows::default();
+    let mut failed = None;
+    for job in jobs {
+        match skills::save_in(&mut s, &job.save, &mut search).await {
+            // An unchanged save wrote nothing: there is nothing to roll back.
+            Ok(outcome) => outcomes.push(Ok(outcome)),
+            Err(e) => {
+                failed = Some(e);
+                break;
+            }
+        }
+    }
+    if failed.is_none()
+        && let Err(e) = search.write(&mut s).await
+    {
+        failed = Some(e);
+    }
+    if let Some(e) = failed {
+        tracing::debug!(error = %e, saves = jobs.len(), "a save of the batch failed; the batch runs again with savepoints");
+        drop(s);
+        return batch_with_savepoints(store, jobs).await;
+    }
+    s.commit().await.map_err(Failure::Commit)?;
+    Ok(outcomes)
+}
+
+async fn batch_with_savepoints<D: Dialect>(
     store: &SqlStore<D>,
     jobs: &[Pending],
 ) -> Result<Vec<StoreResult<SaveOutcome>>, Failure> {
@@ -143,10 +227,16 @@ async fn batch_in_one_transaction<D: Dialect>(
         s.execute(Stmt::new("SAVEPOINT group_save"))
             .await
             .map_err(Failure::Batch)?;
-        let result = skills::save_in(&mut s, &job.save).await;
+        let mut search = skills::SearchRows::default();
+        let mut result = skills::save_in(&mut s, &job.save, &mut search).await;
+        if result.is_ok()
+            && let Err(e) = search.write(&mut s).await
+        {
+            result = Err(e);
+        }
         let keep = matches!(&result, Ok(outcome) if outcome.created);
         if !keep {
-            s.execute(Stmt::new("ROLLBACK TO SAVEPOINT group_save"))
+            s.rollback_to("ROLLBACK TO SAVEPOINT group_save")
                 .await
                 .map_err(Failure::Batch)?;
         }

@@ -64,6 +64,10 @@ pub struct Session<D: Dialect> {
     cache: Arc<cache::AuthCache>,
     /// A write transaction changed a table the auth cache holds (see [`cache`]).
     touched_auth: bool,
+    /// The audit entry this transaction appended last (`seq`, `entry_hash`): it holds the
+    /// chain's lock until it ends, so the next append links to it without locking or reading
+    /// again. Forgotten when a savepoint rolls back (the entry may be gone).
+    audit_head: Option<(i64, String)>,
 }
 
 impl<D: Dialect> Session<D> {
@@ -113,6 +117,14 @@ impl<D: Dialect> Session<D> {
         if let Some(sql) = statement {
             self.execute(Stmt::new(sql)).await?;
         }
+        Ok(())
+    }
+
+    /// Runs `rollback` (a `ROLLBACK TO SAVEPOINT`), forgetting what the transaction knew of
+    /// rows written since that savepoint.
+    pub async fn rollback_to(&mut self, rollback: &'static str) -> StoreResult<()> {
+        self.audit_head = None;
+        self.execute(Stmt::new(rollback)).await?;
         Ok(())
     }
 
@@ -205,6 +217,7 @@ impl<D: Dialect> SqlStore<D> {
             statements: self.statements.clone(),
             cache: self.cache.clone(),
             touched_auth: false,
+            audit_head: None,
         })
     }
 
@@ -214,6 +227,7 @@ impl<D: Dialect> SqlStore<D> {
             statements: self.statements.clone(),
             cache: self.cache.clone(),
             touched_auth: false,
+            audit_head: None,
         })
     }
 

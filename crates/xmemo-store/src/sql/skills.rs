@@ -394,13 +394,22 @@ fn decide(
     })
 }
 
+/// The skill a save writes to, locked for the rest of the transaction.
+enum Target {
+    /// The skill existed: its id.
+    Existing(String),
+    /// Created by this save, already numbered for its first revision: nothing else can exist
+    /// for it yet (no revision, no Level 0 row), which spares the save those reads.
+    Created(Skill),
+}
+
 /// The skill of this slug, created when absent, locked (where the dialect locks rows) so that
 /// revision numbers, the compare-and-set and the dedupe see the latest committed state.
 async fn lock_or_create_skill<D: Dialect>(
     s: &mut Session<D>,
     save: &SaveRevision,
     at: &str,
-) -> StoreResult<String> {
+) -> StoreResult<Target> {
     let lock = || {
         Stmt::new(format!(
             "SELECT skill_id FROM skills WHERE workspace_id = $1 AND slug = $2{}",
@@ -410,18 +419,19 @@ async fn lock_or_create_skill<D: Dialect>(
         .bind(&save.slug)
     };
     if let Some(row) = s.optional(lock()).await? {
-        return row.text("skill_id");
+        return Ok(Target::Existing(row.text("skill_id")?));
     }
     // A concurrent creator (any node) makes this wait for its commit and then do nothing;
     // the skill is then locked and appended to like an existing one.
+    let skill_id = new_id("skill");
     let inserted = s
         .optional(
             Stmt::new(
                 "INSERT INTO skills (skill_id, workspace_id, slug, name, description, asset_status, latest_revision_number, created_at, updated_at)
-                 VALUES ($1,$2,$3,$4,$5,'active',0,$6,$6)
+                 VALUES ($1,$2,$3,$4,$5,'active',1,$6,$6)
                  ON CONFLICT (workspace_id, slug) DO NOTHING RETURNING skill_id",
             )
-            .bind(new_id("skill").as_str())
+            .bind(skill_id.as_str())
             .bind(&save.workspace_id)
             .bind(&save.slug)
             .bind(&save.name)
@@ -429,15 +439,26 @@ async fn lock_or_create_skill<D: Dialect>(
             .bind(at),
         )
         .await?;
-    match inserted {
-        Some(row) => row.text("skill_id"),
-        None => match s.optional(lock()).await? {
-            Some(row) => row.text("skill_id"),
-            None => Err(StoreError::Contention(format!(
-                "skill `{}` changed concurrently, try again",
-                save.slug
-            ))),
-        },
+    if inserted.is_some() {
+        return Ok(Target::Created(Skill {
+            skill_id,
+            workspace_id: save.workspace_id.clone(),
+            slug: save.slug.clone(),
+            name: save.name.clone(),
+            description: save.description.clone(),
+            asset_status: AssetStatus::Active,
+            latest_revision_number: 1,
+            published_revision_id: None,
+            created_at: at.to_string(),
+            updated_at: at.to_string(),
+        }));
+    }
+    match s.optional(lock()).await? {
+        Some(row) => Ok(Target::Existing(row.text("skill_id")?)),
+        None => Err(StoreError::Contention(format!(
+            "skill `{}` changed concurrently, try again",
+            save.slug
+        ))),
     }
 }
 
@@ -456,13 +477,35 @@ async fn deprecate_published<D: Dialect>(
     Ok(())
 }
 
+/// The skills whose Level 0 row a transaction's saves changed, logged for every node's
+/// full-text index in one statement after the last save (a round trip less a save on
+/// PostgreSQL).
+#[derive(Default)]
+pub struct SearchRows(Vec<String>);
+
+impl SearchRows {
+    fn add(&mut self, skill_id: &str) {
+        // A skill saved twice in one batch gets its row once (it is keyed by the skill).
+        if !self.0.iter().any(|id| id == skill_id) {
+            self.0.push(skill_id.to_string());
+        }
+    }
+
+    /// Logs the changes.
+    pub async fn write<D: Dialect>(self, s: &mut Session<D>) -> StoreResult<()> {
+        super::fulltext::log_changes(s, super::fulltext::Kind::Skills, &self.0).await
+    }
+}
+
 /// One save in its own transaction (a batch of one, or a save retried alone).
 pub async fn save_alone<D: Dialect>(
     store: &SqlStore<D>,
     save: &SaveRevision,
 ) -> StoreResult<SaveOutcome> {
     let mut s = store.write().await?;
-    let outcome = save_in(&mut s, save).await?;
+    let mut search = SearchRows::default();
+    let outcome = save_in(&mut s, save, &mut search).await?;
+    search.write(&mut s).await?;
     if outcome.created {
         s.commit().await?;
     }
@@ -470,56 +513,76 @@ pub async fn save_alone<D: Dialect>(
     Ok(outcome)
 }
 
-/// A save's statements inside the caller's transaction (its own, or a savepoint of a group
-/// commit). `created == false` means nothing needs to be kept: the caller rolls back.
+/// A save's statements inside the caller's transaction (its own, or shared by a group
+/// commit), but for its Level 0 row, which it adds to `search` for the caller to write
+/// before the commit. `created == false` means nothing was written. A new skill with
+/// components costs six statements; the first audit append of a transaction adds the read
+/// of the chain's head (and on PostgreSQL its lock).
 pub async fn save_in<D: Dialect>(
     s: &mut Session<D>,
     save: &SaveRevision,
+    search: &mut SearchRows,
 ) -> StoreResult<SaveOutcome> {
     let at = now();
-    let skill_id = lock_or_create_skill(s, save, &at).await?;
-    let latest = s
-        .optional(
-            Stmt::new("SELECT revision_id, canonical_hash FROM revisions WHERE skill_id = $1 ORDER BY revision_number DESC LIMIT 1")
-                .bind(&skill_id),
-        )
-        .await?
-        .map(|r| Ok::<_, StoreError>((r.text("revision_id")?, r.text("canonical_hash")?)))
-        .transpose()?;
-    let latest_ref = latest.as_ref().map(|(id, h)| (id.as_str(), h.as_str()));
-    let decision = decide(
-        &save.slug,
-        save.expected_revision_id.as_deref(),
-        latest_ref,
-        &save.canonical_hash,
-    )?;
-    if let SaveDecision::Unchanged(revision_id) = decision {
-        // Nothing is written: the caller rolls back.
-        return Ok(SaveOutcome {
-            skill: existing_skill(s, &skill_id).await?,
-            revision: revision_in(s, &revision_id).await?,
-            created: false,
-        });
-    }
-
-    let number = s
-        .one(
-            Stmt::new("UPDATE skills SET latest_revision_number = latest_revision_number + 1, name = $1, description = $2, updated_at = $3 WHERE skill_id = $4 RETURNING latest_revision_number")
-                .bind(&save.name)
-                .bind(&save.description)
-                .bind(at.as_str())
-                .bind(&skill_id),
-            "skill",
-        )
-        .await?
-        .int("latest_revision_number")?;
-    if save.status == RevisionStatus::Published {
-        deprecate_published(s, &skill_id, &at).await?;
-    }
+    let publish = save.status == RevisionStatus::Published;
+    let mut skill = match lock_or_create_skill(s, save, &at).await? {
+        Target::Created(skill) => {
+            decide(
+                &save.slug,
+                save.expected_revision_id.as_deref(),
+                None,
+                &save.canonical_hash,
+            )?;
+            skill
+        }
+        Target::Existing(skill_id) => {
+            let latest = s
+                .optional(
+                    Stmt::new("SELECT revision_id, canonical_hash FROM revisions WHERE skill_id = $1 ORDER BY revision_number DESC LIMIT 1")
+                        .bind(&skill_id),
+                )
+                .await?
+                .map(|r| Ok::<_, StoreError>((r.text("revision_id")?, r.text("canonical_hash")?)))
+                .transpose()?;
+            let latest_ref = latest.as_ref().map(|(id, h)| (id.as_str(), h.as_str()));
+            let decision = decide(
+                &save.slug,
+                save.expected_revision_id.as_deref(),
+                latest_ref,
+                &save.canonical_hash,
+            )?;
+            if let SaveDecision::Unchanged(revision_id) = decision {
+                // Nothing is written.
+                return Ok(SaveOutcome {
+                    skill: existing_skill(s, &skill_id).await?,
+                    revision: revision_in(s, &revision_id).await?,
+                    created: false,
+                });
+            }
+            // The skill as this save leaves it, read by the write itself; its published
+            // revision is read before this save changes it.
+            let skill = s
+                .one(
+                    Stmt::new("UPDATE skills SET latest_revision_number = latest_revision_number + 1, name = $1, description = $2, updated_at = $3 WHERE skill_id = $4
+                         RETURNING skill_id, workspace_id, slug, name, description, asset_status, latest_revision_number, created_at, updated_at,
+                         (SELECT r.revision_id FROM revisions r WHERE r.skill_id = $4 AND r.status = 'published') AS published_revision_id")
+                        .bind(&save.name)
+                        .bind(&save.description)
+                        .bind(at.as_str())
+                        .bind(&skill_id),
+                    "skill",
+                )
+                .await?;
+            if publish {
+                deprecate_published(s, &skill_id, &at).await?;
+            }
+            rows::skill(&skill)?
+        }
+    };
     let revision = Revision {
         revision_id: new_id("rev"),
-        skill_id: skill_id.clone(),
-        revision_number: number,
+        skill_id: skill.skill_id.clone(),
+        revision_number: skill.latest_revision_number,
         name: save.name.clone(),
         description: save.description.clone(),
         instruction_body: save.instruction_body.clone(),
@@ -541,25 +604,24 @@ pub async fn save_in<D: Dialect>(
         .iter()
         .map(|c| (c.manifest.content_hash.as_str(), c.content.as_slice()))
         .collect();
-    for (hash, bytes) in blobs {
-        insert_blob(s, hash, bytes, "ON CONFLICT (content_hash) DO NOTHING").await?;
-    }
+    let blobs: Vec<(&str, &[u8])> = blobs.into_iter().collect();
+    insert_blobs(s, &blobs, "ON CONFLICT (content_hash) DO NOTHING").await?;
     insert_components(s, &revision).await?;
-    if save.status == RevisionStatus::Published {
-        refresh_search_row(s, &skill_id).await?;
+    if publish {
+        search.add(&skill.skill_id);
+        skill.published_revision_id = Some(revision.revision_id.clone());
     }
     let audit = AuditDraft::new("skill.save", &save.attribution)
         .workspace(&save.workspace_id)
-        .skill(&skill_id)
+        .skill(&skill.skill_id)
         .revision(&revision.revision_id)
         .details(serde_json::json!({
             "slug": save.slug,
-            "revision_number": number,
+            "revision_number": revision.revision_number,
             "status": save.status,
             "canonical_hash": save.canonical_hash,
         }));
     audit::append(s, &audit).await?;
-    let skill = existing_skill(s, &skill_id).await?;
     Ok(SaveOutcome {
         skill,
         revision,
@@ -602,40 +664,60 @@ pub async fn insert_revision<D: Dialect>(s: &mut Session<D>, r: &Revision) -> St
     Ok(())
 }
 
+/// Rows per multi-row INSERT: one statement for a revision's components (at most
+/// `MAX_COMPONENTS`) in a save, well within both databases' limits on bound values.
+const ROWS_PER_INSERT: usize = 64;
+
+/// `($from,…,$from+width-1),(…)` for `rows` rows of `width` values.
+fn values_rows(rows: usize, width: usize) -> String {
+    (0..rows)
+        .map(|row| format!("({})", in_list(1 + row * width, width)))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 pub async fn insert_components<D: Dialect>(s: &mut Session<D>, r: &Revision) -> StoreResult<()> {
-    for c in &r.components {
-        s.execute(
-            Stmt::new("INSERT INTO revision_components (revision_id, logical_path, path_folded, component_type, content_hash, size, media_type) VALUES ($1,$2,$3,$4,$5,$6,$7)")
+    for chunk in r.components.chunks(ROWS_PER_INSERT) {
+        let mut stmt = Stmt::new(format!(
+            "INSERT INTO revision_components (revision_id, logical_path, path_folded, component_type, content_hash, size, media_type) VALUES {}",
+            values_rows(chunk.len(), 7)
+        ));
+        for c in chunk {
+            stmt = stmt
                 .bind(&r.revision_id)
                 .bind(&c.logical_path)
-                .bind(c.logical_path.to_lowercase().as_str())
+                .bind(c.logical_path.to_lowercase())
                 .bind(c.component_type.as_str())
                 .bind(&c.content_hash)
                 .bind(to_i64(c.size, "component size")?)
-                .bind(&c.media_type),
-        )
-        .await?;
+                .bind(&c.media_type);
+        }
+        s.execute(stmt).await?;
     }
     Ok(())
 }
 
-/// `on_conflict` is empty for snapshot imports (a duplicate there is a broken snapshot).
-pub async fn insert_blob<D: Dialect>(
+/// `(content_hash, bytes)` rows in the given order (saves pass content-hash order: the order
+/// in which concurrent writers lock them). `on_conflict` is empty for snapshot imports (a
+/// duplicate there is a broken snapshot).
+pub async fn insert_blobs<D: Dialect>(
     s: &mut Session<D>,
-    hash: &str,
-    bytes: &[u8],
+    blobs: &[(&str, &[u8])],
     on_conflict: &'static str,
 ) -> StoreResult<()> {
-    let size = to_i64(bytes.len() as u64, "blob size")?;
-    s.execute(
-        Stmt::new(format!(
-            "INSERT INTO blobs (content_hash, size, bytes) VALUES ($1, $2, $3) {on_conflict}"
-        ))
-        .bind(hash)
-        .bind(size)
-        .bind(bytes),
-    )
-    .await?;
+    for chunk in blobs.chunks(ROWS_PER_INSERT) {
+        let mut stmt = Stmt::new(format!(
+            "INSERT INTO blobs (content_hash, size, bytes) VALUES {} {on_conflict}",
+            values_rows(chunk.len(), 3)
+        ));
+        for (hash, bytes) in chunk {
+            stmt = stmt
+                .bind(*hash)
+                .bind(to_i64(bytes.len() as u64, "blob size")?)
+                .bind(*bytes);
+        }
+        s.execute(stmt).await?;
+    }
     Ok(())
 }
 

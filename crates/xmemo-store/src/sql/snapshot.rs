@@ -70,7 +70,7 @@ pub async fn import<D: Dialect>(store: &SqlStore<D>, snap: &Snapshot) -> StoreRe
         .await?;
     }
     for b in &snap.blobs {
-        skills::insert_blob(&mut s, &b.content_hash, &b.bytes, "").await?;
+        skills::insert_blobs(&mut s, &[(b.content_hash.as_str(), b.bytes.as_slice())], "").await?;
     }
     for r in &snap.revisions {
         skills::insert_revision(&mut s, r).await?;

@@ -24,6 +24,9 @@ impl<D: Dialect> Store for SqlStore<D> {
     fn save_transactions(&self) -> u64 {
         SqlStore::save_transactions(self)
     }
+    fn queued_saves(&self) -> usize {
+        self.saves.queued()
+    }
 
     async fn ping(&self) -> StoreResult<()> {
         self.read().await?.execute(Stmt::new("SELECT 1")).await?;

@@ -424,6 +424,11 @@ impl Driver for Lite {
         blocking(|| conn.execute_batch(script))?;
         Ok(())
     }
+
+    fn spawn_batch(batch: impl std::future::Future<Output = ()> + Send + 'static) {
+        let handle = tokio::runtime::Handle::current();
+        tokio::task::spawn_blocking(move || handle.block_on(batch));
+    }
 }
 
 #[cfg(test)]
