@@ -266,6 +266,14 @@ pub async fn quality_and_latency(
     let mut rng = Rng::new(seed ^ 0x9E7);
     let mut out = Vec::new();
     let mut micros = Vec::new();
+    // The server builds its full-text index on the first query after start (seconds at 100k
+    // memories): that one-off is not a recall latency.
+    let warm = Instant::now();
+    recall_ids(&http, base, key, "warm up").await?;
+    eprintln!(
+        "xmemo-bench: first recall after seeding (the server builds its index): {:.0} ms",
+        warm.elapsed().as_secs_f64() * 1000.0
+    );
     for kind in QueryKind::ALL {
         let mut q = Quality::default();
         for _ in 0..per_kind {

@@ -26,8 +26,6 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 /// connection of the pool, before the store is reported unavailable.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(30);
-/// How much of the database file a read-only connection maps.
-const READER_MMAP_BYTES: u64 = 1 << 30;
 /// Prepared statements kept per connection: the store's fixed statements and the shapes of
 /// its generated ones (search plans, `IN` lists) fit.
 const STATEMENT_CACHE: usize = 256;
@@ -99,17 +97,6 @@ impl LitePool {
         }
         conn.execute_batch("PRAGMA foreign_keys = ON; PRAGMA synchronous = FULL;")
             .map_err(unavailable)?;
-        if self.0.access == Access::ReadOnly {
-            // Readers map the file: a page not in SQLite's own small cache is then a memory
-            // read, not a pread() and a copy (a fifth of a Level 0 search at 100k skills went
-            // to reading revision pages so). Only pages touched count towards the resident set.
-            conn.query_row(
-                &format!("PRAGMA mmap_size = {READER_MMAP_BYTES}"),
-                [],
-                |_| Ok(()),
-            )
-            .map_err(unavailable)?;
-        }
         Ok(conn)
     }
 
