@@ -314,9 +314,11 @@ pub async fn set_memory_status<D: Dialect>(
     Ok(memory)
 }
 
-/// Rows the full-text index is asked for first, per row wanted: the other filters of a recall
-/// (kind, project, tags, status, expiry, dates) are applied by the database afterwards.
-const CANDIDATES_PER_ROW: usize = 4;
+/// Ranked rows the full-text index is asked for beyond the rows wanted: the other filters of
+/// a recall (kind, project, tags, status, expiry, dates) are applied by the database
+/// afterwards, and every candidate is a row read; a recall whose filters leave too few asks
+/// again for more.
+const SPARE_CANDIDATES: usize = 8;
 /// The most ranked rows a recall with selective filters widens to.
 const MAX_CANDIDATES: usize = 4096;
 
@@ -336,7 +338,7 @@ pub async fn recall_memories<D: Dialect>(
     if crate::search::terms(text).is_empty() {
         return Ok(vec![]);
     }
-    let mut k = q.limit as usize * CANDIDATES_PER_ROW + 16;
+    let mut k = q.limit as usize + SPARE_CANDIDATES;
     loop {
         let hits = store
             .ranked(super::fulltext::Kind::Memories, text, &q.workspace_ids, k)
