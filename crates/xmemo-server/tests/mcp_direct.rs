@@ -212,56 +212,143 @@ fn table(revision: &str) -> Vec<Case> {
         ),
         modern("modern without arguments", "recall", json!({}), true)
             .edit_body(|b| remove(&mut b["params"], "arguments")),
-        modern("modern with a string id", "recall_cloud_skill", l1.clone(), true)
-            .edit_body(|b| b["id"] = json!("abc")),
+        modern(
+            "modern with a string id",
+            "recall_cloud_skill",
+            l1.clone(),
+            true,
+        )
+        .edit_body(|b| b["id"] = json!("abc")),
         modern("modern on a profile path", "recall", memories.clone(), true)
             .path("/mcp/claude-code"),
-        modern("modern with a log level asked", "recall", memories.clone(), true)
-            .edit_body(|b| {
-                b["params"]["_meta"]["io.modelcontextprotocol/logLevel"] = json!("debug")
-            }),
-        modern("modern naming 2025-06-18 in _meta and header", "recall", json!({}), true)
-            .edit_body(|b| {
-                b["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] =
-                    json!("2025-06-18")
-            })
-            .header("mcp-protocol-version", "2025-06-18"),
-        legacy("legacy L0 without a version header", None, "recall_cloud_skill", l0.clone(), true),
-        legacy("legacy L1 2025-06-18", Some("2025-06-18"), "recall_cloud_skill", l1.clone(), true),
-        legacy("legacy L2 2025-11-25", Some("2025-11-25"), "recall_cloud_skill", l2.clone(), true),
-        legacy("legacy memory recall 2025-03-26", Some("2025-03-26"), "recall", memories.clone(), true),
+        modern(
+            "modern with a log level asked",
+            "recall",
+            memories.clone(),
+            true,
+        )
+        .edit_body(|b| b["params"]["_meta"]["io.modelcontextprotocol/logLevel"] = json!("debug")),
+        modern(
+            "modern naming 2025-06-18 in _meta and header",
+            "recall",
+            json!({}),
+            true,
+        )
+        .edit_body(|b| {
+            b["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("2025-06-18")
+        })
+        .header("mcp-protocol-version", "2025-06-18"),
+        legacy(
+            "legacy L0 without a version header",
+            None,
+            "recall_cloud_skill",
+            l0.clone(),
+            true,
+        ),
+        legacy(
+            "legacy L1 2025-06-18",
+            Some("2025-06-18"),
+            "recall_cloud_skill",
+            l1.clone(),
+            true,
+        ),
+        legacy(
+            "legacy L2 2025-11-25",
+            Some("2025-11-25"),
+            "recall_cloud_skill",
+            l2.clone(),
+            true,
+        ),
+        legacy(
+            "legacy memory recall 2025-03-26",
+            Some("2025-03-26"),
+            "recall",
+            memories.clone(),
+            true,
+        ),
         // Legacy requests are not held to SEP-2243 headers, by rmcp or here.
-        legacy("legacy with a wrong Mcp-Name", Some("2025-11-25"), "recall", json!({}), true)
-            .header("mcp-name", "remember"),
+        legacy(
+            "legacy with a wrong Mcp-Name",
+            Some("2025-11-25"),
+            "recall",
+            json!({}),
+            true,
+        )
+        .header("mcp-name", "remember"),
         // Everything else goes to rmcp, and must still answer the same.
-        modern("modern with a wrong Mcp-Name", "recall_cloud_skill", l1.clone(), false)
-            .header("mcp-name", "recall"),
-        modern("modern without Mcp-Name", "recall_cloud_skill", l1.clone(), false)
-            .without_header("mcp-name"),
-        modern("modern without Mcp-Method", "recall_cloud_skill", l1.clone(), false)
-            .without_header("mcp-method"),
-        modern("modern with two Mcp-Method headers", "recall", json!({}), false)
-            .add_header("mcp-method", "tools/call"),
+        modern(
+            "modern with a wrong Mcp-Name",
+            "recall_cloud_skill",
+            l1.clone(),
+            false,
+        )
+        .header("mcp-name", "recall"),
+        modern(
+            "modern without Mcp-Name",
+            "recall_cloud_skill",
+            l1.clone(),
+            false,
+        )
+        .without_header("mcp-name"),
+        modern(
+            "modern without Mcp-Method",
+            "recall_cloud_skill",
+            l1.clone(),
+            false,
+        )
+        .without_header("mcp-method"),
+        modern(
+            "modern with two Mcp-Method headers",
+            "recall",
+            json!({}),
+            false,
+        )
+        .add_header("mcp-method", "tools/call"),
         modern("modern with a Base64 Mcp-Name", "recall", json!({}), false)
             .header("mcp-name", "=?base64?cmVjYWxs?="),
-        modern("modern with an Mcp-Param header", "recall", memories.clone(), false)
-            .add_header("mcp-param-query", "billing"),
-        modern("modern with a mismatched version header", "recall", json!({}), false)
-            .header("mcp-protocol-version", "2025-11-25"),
-        modern("modern without a version header", "recall", json!({}), false)
-            .without_header("mcp-protocol-version"),
-        modern("modern without client capabilities", "recall", json!({}), false).edit_body(|b| {
+        modern(
+            "modern with an Mcp-Param header",
+            "recall",
+            memories.clone(),
+            false,
+        )
+        .add_header("mcp-param-query", "billing"),
+        modern(
+            "modern with a mismatched version header",
+            "recall",
+            json!({}),
+            false,
+        )
+        .header("mcp-protocol-version", "2025-11-25"),
+        modern(
+            "modern without a version header",
+            "recall",
+            json!({}),
+            false,
+        )
+        .without_header("mcp-protocol-version"),
+        modern(
+            "modern without client capabilities",
+            "recall",
+            json!({}),
+            false,
+        )
+        .edit_body(|b| {
             remove(
                 &mut b["params"]["_meta"],
                 "io.modelcontextprotocol/clientCapabilities",
             )
         }),
-        modern("modern naming an unknown version", "recall", json!({}), false)
-            .edit_body(|b| {
-                b["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] =
-                    json!("2099-01-01")
-            })
-            .header("mcp-protocol-version", "2099-01-01"),
+        modern(
+            "modern naming an unknown version",
+            "recall",
+            json!({}),
+            false,
+        )
+        .edit_body(|b| {
+            b["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("2099-01-01")
+        })
+        .header("mcp-protocol-version", "2099-01-01"),
         modern("modern unknown tool", "no_such_tool", json!({}), false),
         modern(
             "modern tool outside the profile",
@@ -284,8 +371,20 @@ fn table(revision: &str) -> Vec<Case> {
         ),
         modern("modern tools/call notification", "recall", json!({}), false)
             .edit_body(|b| remove(b, "id")),
-        legacy("legacy with a 2026-07-28 header", Some(MODERN), "recall", json!({}), false),
-        legacy("legacy unknown tool", Some("2025-11-25"), "no_such_tool", json!({}), false),
+        legacy(
+            "legacy with a 2026-07-28 header",
+            Some(MODERN),
+            "recall",
+            json!({}),
+            false,
+        ),
+        legacy(
+            "legacy unknown tool",
+            Some("2025-11-25"),
+            "no_such_tool",
+            json!({}),
+            false,
+        ),
         legacy(
             "legacy write tool (refused arguments)",
             Some("2025-06-18"),
@@ -321,16 +420,30 @@ async fn direct_answers_are_the_bytes_rmcp_sends() {
             u64::from(case.direct),
             "{name}: direct path taken?"
         );
-        assert_eq!(direct_count(), after_fast, "{name}: rmcp_only answered directly");
+        assert_eq!(
+            direct_count(),
+            after_fast,
+            "{name}: rmcp_only answered directly"
+        );
         let shown = |a: &Answer| String::from_utf8_lossy(&a.body).into_owned();
-        assert_eq!(fast.status, slow.status, "{name}: {} vs {}", shown(&fast), shown(&slow));
+        assert_eq!(
+            fast.status,
+            slow.status,
+            "{name}: {} vs {}",
+            shown(&fast),
+            shown(&slow)
+        );
         assert_eq!(fast.content_type, slow.content_type, "{name}");
         assert_eq!(shown(&fast), shown(&slow), "{name}");
         if case.direct {
             taken += 1;
             // A direct answer is a tool result, never a protocol error.
             assert_eq!(fast.status, StatusCode::OK, "{name}");
-            assert!(json(&fast)["result"]["content"].is_array(), "{name}: {}", shown(&fast));
+            assert!(
+                json(&fast)["result"]["content"].is_array(),
+                "{name}: {}",
+                shown(&fast)
+            );
         }
     }
     assert!(taken >= 10);
@@ -352,12 +465,27 @@ async fn the_recall_levels_take_the_direct_path_and_writes_do_not() {
                     "resource": "scripts/check.py"});
     for case in [
         modern("L0", "recall_cloud_skill", json!({"query": "deploy"}), true),
-        modern("L1", "recall_cloud_skill", json!({"slug": "deploy-procedure"}), true),
+        modern(
+            "L1",
+            "recall_cloud_skill",
+            json!({"slug": "deploy-procedure"}),
+            true,
+        ),
         modern("L2", "recall_cloud_skill", l2.clone(), true),
-        legacy("legacy L2", Some("2025-11-25"), "recall_cloud_skill", l2, true),
+        legacy(
+            "legacy L2",
+            Some("2025-11-25"),
+            "recall_cloud_skill",
+            l2,
+            true,
+        ),
     ] {
         let answer = json(&send(&s.url, &key, &case).await);
-        assert_eq!(answer["result"]["isError"], false, "{}: {answer}", case.name);
+        assert_eq!(
+            answer["result"]["isError"], false,
+            "{}: {answer}",
+            case.name
+        );
     }
     assert_eq!(metrics.mcp_tool_calls(McpPath::Direct), direct + 4);
     assert_eq!(metrics.mcp_tool_calls(McpPath::Rmcp), rmcp);

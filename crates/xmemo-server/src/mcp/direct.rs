@@ -49,6 +49,9 @@ pub(super) struct DirectCall {
     id: RequestId,
     tool: &'static ToolDef,
     args: JsonObject,
+    /// The version rmcp's handler would serve the request as: the shape of the result
+    /// depends on it.
+    version: ProtocolVersion,
 }
 
 /// The call, when the request is one the direct path answers exactly as rmcp would; `None`
@@ -75,7 +78,7 @@ pub(super) fn take(
         return None;
     }
     let header_version = single(headers, PROTOCOL_VERSION_HEADER)?;
-    let accepted = match version_in_meta {
+    let accepted = match &version_in_meta {
         Some(version) => {
             SUPPORTED_VERSIONS.contains(&version)
                 && meta
@@ -99,6 +102,16 @@ pub(super) fn take(
     if !accepted {
         return None;
     }
+    // As rmcp's stateless path: `_meta`, else the header, else 2025-03-26.
+    let version = version_in_meta
+        .or_else(|| {
+            let header = header_version?;
+            SUPPORTED_VERSIONS
+                .iter()
+                .find(|v| v.as_str() == header)
+                .cloned()
+        })
+        .unwrap_or(ProtocolVersion::V_2025_03_26);
     let id = request.id;
     let ClientRequest::CallToolRequest(call) = request.request else {
         return None;
@@ -107,19 +120,36 @@ pub(super) fn take(
         id,
         tool,
         args: call.params.arguments.unwrap_or_default(),
+        version,
     })
 }
 
 /// Runs the call and answers as rmcp's stateless JSON mode does: 200, `application/json`, the
-/// JSON-RPC response serialised from rmcp's model.
+/// JSON-RPC response serialised from rmcp's model, shaped for the protocol version as rmcp's
+/// handler shapes it.
 pub(super) async fn answer(service: &Service, principal: &Principal, call: DirectCall) -> Response {
     let result = tools::call(service, principal, call.tool, call.args).await;
-    let message = ServerJsonRpcMessage::response(
-        ServerResult::from(CallToolResponse::from(result)),
-        call.id,
-    );
-    match serde_json::to_vec(&message) {
-        Ok(body) => {
+    // The body holds the result about twice (the text block and structuredContent): sized up
+    // front, it is written without growing the buffer on the way.
+    let text: usize = result
+        .content
+        .iter()
+        .filter_map(|block| block.as_text())
+        .map(|t| t.text.len())
+        .sum();
+    let mut result = ServerResult::from(CallToolResponse::from(result));
+    // rmcp's handler shapes every result for the version it serves (`resultType` and
+    // object-only structured content exist from 2026-07-28 on).
+    if call.version.as_str() >= ProtocolVersion::V_2026_07_28.as_str() {
+        result.fill_missing_cache_hints();
+    } else {
+        result.strip_result_type_for_legacy_peer();
+        result.strip_non_object_output_for_legacy_peer();
+    }
+    let message = ServerJsonRpcMessage::response(result, call.id);
+    let mut body = Vec::with_capacity(256 + text * 2 + text / 4);
+    match serde_json::to_writer(&mut body, &message) {
+        Ok(()) => {
             let mut response = Response::new(Body::from(body));
             response.headers_mut().insert(
                 header::CONTENT_TYPE,

@@ -558,7 +558,10 @@ impl McpRuntime {
                 self.rmcp_checks_origin,
             )
         {
-            state.service.metrics().record_mcp_tool_call(McpPath::Direct);
+            state
+                .service
+                .metrics()
+                .record_mcp_tool_call(McpPath::Direct);
             return direct::answer(&state.service, &principal, call).await;
         }
         parts.extensions.insert(Caller {
