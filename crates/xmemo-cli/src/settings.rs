@@ -349,6 +349,8 @@ fn resolve_mcp(args: &McpArgs, file: &FileSettings) -> xmemo_server::mcp::McpCon
         allowed_origins: list(&args.allowed_origins, &file.allowed_origins),
         execute_profiles: list(&args.execute_profiles, &file.execute_profiles),
         conformance_fixtures: args.mcp_conformance_fixtures,
+        // A switch for the tests that compare the direct path with rmcp, not for operators.
+        rmcp_only: false,
     }
 }
 

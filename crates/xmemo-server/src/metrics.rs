@@ -60,6 +60,26 @@ pub struct Metrics {
     stdout_truncated: AtomicU64,
     stderr_truncated: AtomicU64,
     audit_failures: AtomicU64,
+    /// MCP tool calls by the path that answered them: `[direct, rmcp]`.
+    mcp_tool_calls: [AtomicU64; 2],
+}
+
+/// Which path answered an MCP tool call (see `mcp::direct`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum McpPath {
+    /// Answered by xmemo from the already parsed request, without rmcp.
+    Direct,
+    /// Dispatched by rmcp to the handler.
+    Rmcp,
+}
+
+impl McpPath {
+    fn index(self) -> usize {
+        match self {
+            McpPath::Direct => 0,
+            McpPath::Rmcp => 1,
+        }
+    }
 }
 
 impl Metrics {
@@ -105,6 +125,16 @@ impl Metrics {
     /// An audit entry could not be written (the execution's result was withheld).
     pub fn record_audit_failure(&self) {
         self.audit_failures.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// One MCP tool call answered by `path`.
+    pub fn record_mcp_tool_call(&self, path: McpPath) {
+        self.mcp_tool_calls[path.index()].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// MCP tool calls answered by `path`.
+    pub fn mcp_tool_calls(&self, path: McpPath) -> u64 {
+        self.mcp_tool_calls[path.index()].load(Ordering::Relaxed)
     }
 
     /// Finished executions with this status.
@@ -200,6 +230,19 @@ impl Metrics {
             "Executions whose audit entry could not be written (result withheld).",
             load(&self.audit_failures),
         );
+        header(
+            &mut out,
+            "xmemo_mcp_tool_calls_total",
+            "counter",
+            "MCP tool calls, by the path that answered them (direct: without rmcp).",
+        );
+        for (path, name) in [(McpPath::Direct, "direct"), (McpPath::Rmcp, "rmcp")] {
+            let _ = writeln!(
+                out,
+                "xmemo_mcp_tool_calls_total{{path=\"{name}\"}} {}",
+                self.mcp_tool_calls(path)
+            );
+        }
         out
     }
 }
@@ -231,6 +274,9 @@ mod tests {
         m.record_execution("bogus", false, 1, false, true);
         m.record_refusal(Refusal::SandboxUnavailable);
         m.record_refusal(Refusal::Busy);
+        m.record_mcp_tool_call(McpPath::Direct);
+        m.record_mcp_tool_call(McpPath::Direct);
+        m.record_mcp_tool_call(McpPath::Rmcp);
         assert_eq!(m.executions("success"), 1);
         assert_eq!(m.executions("timeout"), 1);
         assert_eq!(m.executions_unavailable(), 1);
@@ -243,6 +289,8 @@ mod tests {
         assert!(text.contains("xmemo_execution_duration_milliseconds_sum 1013\n"));
         assert!(text.contains("xmemo_execution_output_truncated_total{stream=\"stdout\"} 1\n"));
         assert!(text.contains("xmemo_execution_output_truncated_total{stream=\"stderr\"} 1\n"));
+        assert!(text.contains("xmemo_mcp_tool_calls_total{path=\"direct\"} 2\n"));
+        assert!(text.contains("xmemo_mcp_tool_calls_total{path=\"rmcp\"} 1\n"));
         // Every sample line belongs to a declared metric.
         for line in text.lines().filter(|l| !l.starts_with('#')) {
             let name = line.split(['{', ' ']).next().unwrap_or_default();

@@ -4,10 +4,12 @@
 //! A request crosses, in order: DNS-rebinding protection ([`auth::HostGuard`]), profile
 //! resolution (path, else the key's), authentication exactly as for REST, the pre-dispatch
 //! checks ([`precheck`]: media types, one unambiguous JSON-RPC message, the protocol-version
-//! header), then rmcp, which hands it to [`McpHandler`]. Every body the endpoint answers is
-//! JSON-RPC or SSE of JSON-RPC ([`wire`]). The handler only translates: tools go through the
-//! [`tools`] registry filtered by the caller's [`profiles::Profile`], skills through
-//! [`skills_ext`]; every rule lives in the service layer.
+//! header), then rmcp, which hands it to [`McpHandler`]. A read-only tool call that rmcp is
+//! certain to accept skips rmcp: [`direct`] answers it, byte for byte as rmcp would. Every
+//! body the endpoint answers is JSON-RPC or SSE of JSON-RPC ([`wire`]). The handler only
+//! translates: tools go through the [`tools`] registry filtered by the caller's
+//! [`profiles::Profile`], skills through [`skills_ext`]; every rule lives in the service
+//! layer.
 //!
 //! Two protocol eras share the endpoint (MCP 2026-07-28, Versioning): a request carrying its
 //! protocol version in `_meta` is served as 2026-07-28 defines, so the methods that revision
@@ -17,6 +19,7 @@
 
 pub mod auth;
 mod conformance;
+mod direct;
 mod errors;
 mod memory_tools;
 mod precheck;
@@ -31,6 +34,7 @@ pub use wire::RewrittenPlainText;
 
 use crate::auth::Principal;
 use crate::error::ServiceError;
+use crate::metrics::McpPath;
 use crate::rest::{self, AppState};
 use crate::service::Service;
 use axum::Router;
@@ -72,6 +76,9 @@ pub struct McpConfig {
     /// Serve the conformance suite's diagnostic tools on `/mcp/conformance` (tests only;
     /// `XMEMO_MCP_CONFORMANCE_FIXTURES=1`). They touch no data.
     pub conformance_fixtures: bool,
+    /// Send every request through rmcp, also the read-only tool calls the direct path answers
+    /// itself (`direct`): how the tests compare the two paths. Off in production.
+    pub rmcp_only: bool,
 }
 
 impl McpConfig {
@@ -276,9 +283,11 @@ impl ServerHandler for McpHandler {
         let Some(tool) = caller.profile.tool(name) else {
             return Err(refused_tool(name, &caller.profile));
         };
+        self.service.metrics().record_mcp_tool_call(McpPath::Rmcp);
         let args = request.arguments.unwrap_or_default();
-        let result = (tool.run)(&self.service, &caller.principal, args).await;
-        Ok(tools::to_call_result(result).into())
+        Ok(tools::call(&self.service, &caller.principal, tool, args)
+            .await
+            .into())
     }
 
     async fn list_resources(
@@ -387,6 +396,9 @@ struct McpRuntime {
     profiles: Arc<Profiles>,
     guard: auth::HostGuard,
     fixtures: bool,
+    rmcp_only: bool,
+    /// rmcp was handed an Origin allow-list, so it checks Origin itself.
+    rmcp_checks_origin: bool,
 }
 
 impl McpRuntime {
@@ -430,6 +442,8 @@ impl McpRuntime {
             profiles: Arc::new(profiles),
             guard,
             fixtures: config.conformance_fixtures,
+            rmcp_only: config.rmcp_only,
+            rmcp_checks_origin: !config.allowed_origins.is_empty(),
         }
     }
 
@@ -497,11 +511,6 @@ impl McpRuntime {
         }
         // Saves made over MCP are attributed to the profile actually served.
         principal.client_profile = Some(profile.name.clone());
-        parts.extensions.insert(Caller {
-            principal,
-            profile,
-            fixtures,
-        });
         // Refused from Content-Length before reading, so no `100 Continue` is sent.
         let announced_too_large = crate::http::body::declared_length(&parts.headers)
             .is_some_and(|n| n > rest::BODY_LIMIT_BYTES as u64);
@@ -528,18 +537,38 @@ impl McpRuntime {
                 );
             }
         };
-        if let Err(response) = precheck::precheck(&parts.headers, &bytes) {
-            return response;
-        }
+        let checked = match precheck::precheck(&parts.headers, &bytes) {
+            Ok(checked) => checked,
+            Err(response) => return response,
+        };
         // An OAuth token is checked for the scope of the call (403 insufficient_scope, which
         // a host can step up from); API keys keep their PERMISSION_DENIED tool results.
-        if let Some(caller) = parts.extensions.get::<Caller>()
-            && caller.principal.via_oauth
-            && let Some(needed) = needed_scope(&bytes)
-            && !caller.principal.scopes.contains(&needed)
+        if principal.via_oauth
+            && let Some(needed) = needed_scope(&checked.value)
+            && !principal.scopes.contains(&needed)
         {
             return auth::insufficient_scope(needed, &state.info);
         }
+        if !self.rmcp_only
+            && !fixtures
+            && let Some(call) = direct::take(
+                &parts.headers,
+                checked.message,
+                &profile,
+                self.rmcp_checks_origin,
+            )
+        {
+            state
+                .service
+                .metrics()
+                .record_mcp_tool_call(McpPath::Direct);
+            return direct::answer(&state.service, &principal, call).await;
+        }
+        parts.extensions.insert(Caller {
+            principal,
+            profile,
+            fixtures,
+        });
         let response = http
             .handle(Request::from_parts(parts, Body::from(bytes)))
             .await
@@ -551,8 +580,7 @@ impl McpRuntime {
 /// The scope a JSON-RPC request needs: a tool's own for `tools/call`, `memory:read` for
 /// everything else that reads, nothing for the lifecycle (`initialize`, `ping`,
 /// notifications, `server/discover`).
-fn needed_scope(body: &[u8]) -> Option<xmemo_core::Scope> {
-    let value: serde_json::Value = serde_json::from_slice(body).ok()?;
+fn needed_scope(value: &serde_json::Value) -> Option<xmemo_core::Scope> {
     let method = value.get("method")?.as_str()?;
     if matches!(method, "initialize" | "ping" | "server/discover")
         || method.starts_with("notifications/")

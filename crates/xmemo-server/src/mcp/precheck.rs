@@ -27,9 +27,17 @@ pub const PROTOCOL_VERSION_HEADER: &str = "mcp-protocol-version";
 /// `UnsupportedProtocolVersionError` names): every version rmcp knows.
 pub const SUPPORTED_VERSIONS: &[ProtocolVersion] = ProtocolVersion::KNOWN_VERSIONS;
 
-/// `Ok(())` when `body`, sent with `headers`, is one JSON-RPC message rmcp can route.
+/// A body that passed: the message as JSON (what the scope check reads) and as rmcp's type
+/// (what the direct path answers from), parsed once here for every later step.
+pub struct Checked {
+    pub value: Value,
+    pub message: ClientJsonRpcMessage,
+}
+
+/// The parsed message when `body`, sent with `headers`, is one JSON-RPC message rmcp can
+/// route.
 #[allow(clippy::result_large_err)]
-pub fn precheck(headers: &HeaderMap, body: &[u8]) -> Result<(), Response> {
+pub fn precheck(headers: &HeaderMap, body: &[u8]) -> Result<Checked, Response> {
     check_media_types(headers, body)?;
     let value = match strict_json::parse(body) {
         Ok(v) => v,
@@ -57,7 +65,8 @@ pub fn precheck(headers: &HeaderMap, body: &[u8]) -> Result<(), Response> {
             });
         }
     };
-    check_protocol_version(headers, &message, id)
+    check_protocol_version(headers, &message, id)?;
+    Ok(Checked { value, message })
 }
 
 fn bad(id: Option<Value>, code: i64, message: String) -> Response {

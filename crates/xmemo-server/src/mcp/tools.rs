@@ -12,7 +12,7 @@ use futures::future::BoxFuture;
 use rmcp::model::{CallToolResult, JsonObject, Tool, ToolAnnotations};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use xmemo_core::limits::{
     COMPONENT_CONTENT_MAX_CHARS, COMPONENT_MAX_BYTES, DESCRIPTION_MAX_CHARS,
     EXECUTE_TIMEOUT_DEFAULT_SECONDS, EXECUTE_TIMEOUT_MAX_SECONDS, EXECUTE_TIMEOUT_MIN_SECONDS,
@@ -47,8 +47,17 @@ impl std::fmt::Debug for ToolDef {
 }
 
 impl ToolDef {
-    /// The `tools/list` entry.
+    /// The `tools/list` entry. Built once per process: rmcp asks for it on every 2026-07-28
+    /// tool call it serves (to check `Mcp-Param-*` headers against the schema).
     pub fn tool(&self) -> Tool {
+        BUILT
+            .iter()
+            .find(|t| t.name == self.name)
+            .cloned()
+            .unwrap_or_else(|| self.build())
+    }
+
+    fn build(&self) -> Tool {
         let schema = match (self.input_schema)() {
             Value::Object(map) => map,
             _ => JsonObject::new(),
@@ -58,6 +67,8 @@ impl ToolDef {
             .with_annotations((self.annotations)())
     }
 }
+
+static BUILT: LazyLock<Vec<Tool>> = LazyLock::new(|| REGISTRY.iter().map(ToolDef::build).collect());
 
 /// Every tool this server implements.
 pub static REGISTRY: &[ToolDef] = &[
@@ -73,6 +84,17 @@ pub static REGISTRY: &[ToolDef] = &[
 
 pub fn find(name: &str) -> Option<&'static ToolDef> {
     REGISTRY.iter().find(|t| t.name == name)
+}
+
+/// Runs `tool` for `principal`: the one place both the rmcp handler and the direct path
+/// (see `super::direct`) call a tool, so the two cannot answer differently.
+pub async fn call(
+    service: &Service,
+    principal: &Principal,
+    tool: &ToolDef,
+    args: JsonObject,
+) -> CallToolResult {
+    to_call_result((tool.run)(service, principal, args).await)
 }
 
 /// A service result as an MCP tool result: the `{"kind","data"}` object as `structuredContent`

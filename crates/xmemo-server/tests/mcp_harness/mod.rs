@@ -95,6 +95,27 @@ impl McpServer {
         }
     }
 
+    /// A second server over the same service and store, with its own MCP settings; returns
+    /// its URL. Two servers seeing the same data answer the same request alike unless their
+    /// settings differ.
+    pub async fn twin(&self, mcp: McpConfig) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let url = format!("http://{}", listener.local_addr().expect("addr"));
+        let app = build_app(
+            self.service.clone(),
+            ServerInfo {
+                public_url: self.url.clone(),
+                version: "test",
+                mcp,
+                ..Default::default()
+            },
+        );
+        tokio::spawn(serve(listener, app, std::future::pending()));
+        url
+    }
+
     /// A new account and a key with these scopes (and client profile); returns the key.
     pub async fn account(&self, handle: &str, scopes: &[&str], profile: Option<&str>) -> String {
         self.service
