@@ -80,7 +80,7 @@ pub(super) fn take(
     let header_version = single(headers, PROTOCOL_VERSION_HEADER)?;
     let accepted = match &version_in_meta {
         Some(version) => {
-            SUPPORTED_VERSIONS.contains(&version)
+            SUPPORTED_VERSIONS.contains(version)
                 && meta
                     .missing_required_keys(&ProtocolVersion::V_2026_07_28)
                     .is_empty()
