@@ -173,11 +173,6 @@ impl Index {
         self.live == 0
     }
 
-    /// Whether `key` is in the index.
-    pub fn contains(&self, key: &str) -> bool {
-        self.by_key.contains_key(key)
-    }
-
     fn stem(&self, word: &str) -> String {
         self.stemmer.stem(word).into_owned()
     }

@@ -121,16 +121,7 @@ pub(crate) async fn log_change<D: Dialect>(
     kind: Kind,
     key: &str,
 ) -> StoreResult<()> {
-    s.lock(D::LOCK_AUDIT_CHAIN).await?;
-    s.execute(
-        Stmt::new(format!(
-            "INSERT INTO fulltext_log (kind, key) VALUES ({}, $1)",
-            kind as i64
-        ))
-        .bind(key),
-    )
-    .await?;
-    Ok(())
+    log_changes(s, kind, &[key.to_string()]).await
 }
 
 /// Records, inside the writing transaction, that the full-text rows `keys` of `kind` changed
