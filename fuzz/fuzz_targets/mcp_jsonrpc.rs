@@ -18,8 +18,9 @@ use tower::ServiceExt;
 use xmemo_server::Service;
 use xmemo_server::app::build_app;
 use xmemo_server::bootstrap::bootstrap_admin;
-use xmemo_server::mcp::{McpConfig, RewrittenPlainText};
-use xmemo_server::rest::ServerInfo;
+use xmemo_server::mcp::RewrittenPlainText;
+use xmemo_server::state::McpConfig;
+use xmemo_server::state::ServerInfo;
 use xmemo_store::Store;
 use xmemo_store::sqlite::SqliteStore;
 

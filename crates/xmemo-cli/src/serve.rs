@@ -5,8 +5,8 @@ use anyhow::Context;
 use xmemo_server::Service;
 use xmemo_server::app::{build_app, serve_with};
 use xmemo_server::bootstrap::{bootstrap_admin, open_store_with};
-use xmemo_server::rest::ServerInfo;
 use xmemo_server::sandbox::{Isolation, SandboxConfig, SandboxEngine};
+use xmemo_server::state::ServerInfo;
 
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     init_tracing();

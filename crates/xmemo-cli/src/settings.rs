@@ -153,10 +153,10 @@ pub struct Settings {
     pub data_dir: PathBuf,
     pub database_url: Option<String>,
     pub public_url: Option<String>,
-    pub mcp: xmemo_server::mcp::McpConfig,
+    pub mcp: xmemo_server::state::McpConfig,
     pub fetch: xmemo_server::fetch::FetchConfig,
     pub limits: Limits,
-    pub oauth: xmemo_server::oauth::OAuthConfig,
+    pub oauth: xmemo_server::service::oauth::OAuthConfig,
 }
 
 /// The resolved [`LimitsArgs`].
@@ -222,7 +222,7 @@ pub fn resolve(args: &ServeArgs) -> anyhow::Result<Settings> {
 fn resolve_oauth(
     given: &[String],
     file: &FileSettings,
-) -> anyhow::Result<xmemo_server::oauth::OAuthConfig> {
+) -> anyhow::Result<xmemo_server::service::oauth::OAuthConfig> {
     let mut profiles = std::collections::BTreeMap::new();
     let given: Vec<&str> = given
         .iter()
@@ -240,7 +240,7 @@ fn resolve_oauth(
             profiles.insert(client.trim().to_string(), profile.trim().to_string());
         }
     }
-    Ok(xmemo_server::oauth::OAuthConfig {
+    Ok(xmemo_server::service::oauth::OAuthConfig {
         client_profiles: profiles,
         ..Default::default()
     })
@@ -327,7 +327,7 @@ fn resolve_limits(args: &LimitsArgs, file: &FileSettings) -> anyhow::Result<Limi
 }
 
 /// Flag / environment (clap) > file > default, per list.
-fn resolve_mcp(args: &McpArgs, file: &FileSettings) -> xmemo_server::mcp::McpConfig {
+fn resolve_mcp(args: &McpArgs, file: &FileSettings) -> xmemo_server::state::McpConfig {
     let list = |given: &[String], from_file: &Option<Vec<String>>| -> Vec<String> {
         let given: Vec<String> = given
             .iter()
@@ -340,7 +340,7 @@ fn resolve_mcp(args: &McpArgs, file: &FileSettings) -> xmemo_server::mcp::McpCon
             given
         }
     };
-    xmemo_server::mcp::McpConfig {
+    xmemo_server::state::McpConfig {
         contract_path: args
             .mcp_contract
             .clone()

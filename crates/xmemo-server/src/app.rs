@@ -1,9 +1,15 @@
-//! Assembles the HTTP application and runs it on a given listener (so tests bind port 0).
+//! Assembles the HTTP application from the transports' routes and runs it on a given listener
+//! (so tests bind port 0). The few routes that belong to no transport (health, readiness,
+//! metrics, the OpenAPI document) are here too; nothing else is.
 
 use crate::error::ServiceError;
 pub use crate::http::HttpConfig;
-use crate::rest::{self, ApiError, AppState, ServerInfo};
+use crate::http::credential::Authed;
+use crate::http::error::ApiError;
+use crate::http::limits::BODY_LIMIT_BYTES;
+use crate::rest;
 use crate::service::Service;
+use crate::state::{AppState, ServerInfo};
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderName, StatusCode, header};
@@ -31,7 +37,7 @@ pub fn build_app(service: Service, info: ServerInfo) -> Router {
         .method_not_allowed_fallback(rest::method_not_allowed)
         // /mcp checks the same limit itself, to answer in JSON-RPC.
         .layer(axum::middleware::from_fn(|request, next| {
-            crate::http::body::refuse_declared_oversize(rest::BODY_LIMIT_BYTES, request, next)
+            crate::http::body::refuse_declared_oversize(BODY_LIMIT_BYTES, request, next)
         }));
     let mcp = crate::mcp::routes(&state);
     Router::new()
@@ -47,7 +53,7 @@ pub fn build_app(service: Service, info: ServerInfo) -> Router {
         .fallback(rest::not_found)
         .method_not_allowed_fallback(rest::method_not_allowed)
         .with_state(state)
-        .layer(DefaultBodyLimit::max(rest::BODY_LIMIT_BYTES))
+        .layer(DefaultBodyLimit::max(BODY_LIMIT_BYTES))
         .layer(CatchPanicLayer::custom(panic_response))
         .layer(TraceLayer::new_for_http())
         // Keys, tokens and session cookies never reach traces.
@@ -101,10 +107,7 @@ async fn readyz(State(state): State<AppState>) -> Response {
 
 /// Prometheus text exposition of the service's counters, for server administrators (every
 /// endpoint but health and the OpenAPI document needs a credential).
-async fn metrics(
-    State(state): State<AppState>,
-    crate::rest::extract::Authed(principal): crate::rest::extract::Authed,
-) -> Response {
+async fn metrics(State(state): State<AppState>, Authed(principal): Authed) -> Response {
     if !principal.account.is_admin {
         return ApiError(ServiceError::PermissionDenied(
             "metrics are for server administrators".into(),

@@ -1,8 +1,10 @@
-//! API keys: random secrets shown once, stored as SHA-256, looked up by hash.
+//! API keys: random secrets shown once, stored as SHA-256, looked up by hash; and the
+//! constant-time comparison every secret check uses (form tokens, PKCE, client secrets).
 
 use crate::error::{ServiceError, ServiceResult};
 use base64::Engine;
 use rand::RngCore;
+use subtle::ConstantTimeEq;
 use xmemo_core::Scope;
 use xmemo_store::{Account, Attribution};
 
@@ -10,6 +12,12 @@ use xmemo_store::{Account, Attribution};
 pub const KEY_PREFIX: &str = "xmk_";
 /// Characters of the key kept in clear to help people tell keys apart.
 const SHOWN_PREFIX_LEN: usize = 12;
+
+/// Whether two secrets (tokens, hashes) are equal, in time independent of where they differ.
+/// An empty secret matches nothing.
+pub fn tokens_match(expected: &str, given: &str) -> bool {
+    !expected.is_empty() && bool::from(expected.as_bytes().ct_eq(given.as_bytes()))
+}
 
 /// Who is calling, through which credential, from which agent.
 #[derive(Debug, Clone)]

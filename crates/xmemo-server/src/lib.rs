@@ -1,5 +1,6 @@
 //! xmemo server: the service layer (use-cases, access checks, audit), authentication and the
-//! transports that call it (REST now; MCP and the console sit beside it).
+//! transports that call it (REST, MCP, the OAuth endpoints, the pages). The layers, top
+//! down, are in ARCHITECTURE.md ("Layers of xmemo-server"); `tests/layers.rs` keeps them.
 #![forbid(unsafe_code)]
 
 pub mod app;
@@ -14,6 +15,7 @@ pub mod oauth;
 pub mod password;
 pub mod rest;
 pub mod service;
+pub mod state;
 pub mod throttle;
 pub mod web;
 

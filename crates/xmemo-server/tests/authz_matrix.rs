@@ -25,7 +25,7 @@ use common::{Reply, TestServer, skill};
 use reqwest::Method;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
-use xmemo_server::mcp::McpConfig;
+use xmemo_server::state::McpConfig;
 
 const DOC: &str = include_str!("../openapi.json");
 const RW: &[&str] = &["memory:read", "memory:write"];

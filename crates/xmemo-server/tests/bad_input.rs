@@ -58,7 +58,7 @@ async fn malformed_requests_get_spec_errors() {
     // Over the body limit: refused before parsing.
     let huge = format!(
         "{{\"slug\":\"a\",\"instruction_body\":\"{}\"}}",
-        "a".repeat(xmemo_server::rest::BODY_LIMIT_BYTES + 10)
+        "a".repeat(xmemo_server::http::limits::BODY_LIMIT_BYTES + 10)
     );
     let r = common::Reply::from(
         s.http

@@ -242,7 +242,7 @@ async fn an_oversized_body_is_refused_before_100_continue() {
     let err = answer.spec_error("PAYLOAD_TOO_LARGE");
     assert_eq!(
         err["details"]["limit"],
-        xmemo_server::rest::BODY_LIMIT_BYTES
+        xmemo_server::http::limits::BODY_LIMIT_BYTES
     );
     // The body was never read, so the connection cannot carry another request.
     assert!(closed_within_bound(&mut c).await);

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use xmemo_core::limits::*;
 use xmemo_core::validate::SLUG_PATTERN;
-use xmemo_server::mcp::McpConfig;
+use xmemo_server::state::McpConfig;
 
 const DOC: &str = include_str!("../openapi.json");
 

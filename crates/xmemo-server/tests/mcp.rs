@@ -10,7 +10,7 @@ use rmcp::model::{
 };
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use xmemo_server::mcp::McpConfig;
+use xmemo_server::state::McpConfig;
 
 fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
@@ -729,7 +729,7 @@ async fn two_nodes_serve_one_client_without_session_affinity() {
     let b_url = format!("http://{}", listener.local_addr().expect("addr"));
     let app = xmemo_server::app::build_app(
         a.service.clone(),
-        xmemo_server::rest::ServerInfo {
+        xmemo_server::state::ServerInfo {
             public_url: b_url.clone(),
             version: "test",
             ..Default::default()

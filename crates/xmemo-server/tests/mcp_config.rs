@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 use xmemo_server::Service;
 use xmemo_server::app::{build_app, serve};
-use xmemo_server::rest::ServerInfo;
+use xmemo_server::state::ServerInfo;
 
 /// A server listening on a local port that calls itself `public_url`.
 async fn start(public_url: &str) -> (String, tempfile::TempDir) {
@@ -110,9 +110,9 @@ async fn recipe_names_what_this_server_serves() {
     for (field, header) in [
         (
             "agent_instance",
-            xmemo_server::rest::extract::AGENT_INSTANCE_HEADER,
+            xmemo_server::http::credential::AGENT_INSTANCE_HEADER,
         ),
-        ("agent_id", xmemo_server::rest::extract::AGENT_ID_HEADER),
+        ("agent_id", xmemo_server::http::credential::AGENT_ID_HEADER),
     ] {
         let named = recipe[field]["header"].as_str().expect("header");
         assert!(named.eq_ignore_ascii_case(header), "{field}: {named}");

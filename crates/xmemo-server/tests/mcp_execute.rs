@@ -7,8 +7,8 @@ mod mcp_harness;
 
 use mcp_harness::{McpServer, call, code, err, ok, skill};
 use serde_json::json;
-use xmemo_server::mcp::McpConfig;
 use xmemo_server::sandbox::{SandboxConfig, SandboxEngine};
+use xmemo_server::state::McpConfig;
 use xmemo_store::AuditFilter;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

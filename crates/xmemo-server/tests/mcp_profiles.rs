@@ -8,8 +8,8 @@ mod mcp_harness;
 use mcp_harness::{McpServer, call, ok, rpc_code, skill};
 use rmcp::{Peer, RoleClient};
 use serde_json::{Value, json};
-use xmemo_server::mcp::McpConfig;
 use xmemo_server::mcp::tools::REGISTRY;
+use xmemo_server::state::McpConfig;
 
 /// The contract as committed in the repository (not the embedded copy).
 fn contract_on_disk() -> Value {

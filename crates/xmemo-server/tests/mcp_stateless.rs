@@ -7,7 +7,7 @@ mod mcp_harness;
 use mcp_harness::McpServer;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use xmemo_server::mcp::McpConfig;
+use xmemo_server::state::McpConfig;
 
 const MODERN: &str = "2026-07-28";
 

@@ -8,7 +8,7 @@ use common::browser::{Browser, Page};
 use common::{ServeOptions, TestServer};
 use serde_json::{Value, json};
 use std::time::Duration;
-use xmemo_server::oauth::{Lifetimes, OAuthConfig};
+use xmemo_server::service::oauth::{Lifetimes, OAuthConfig};
 use xmemo_testkit::oauth::{
     Answer, Request, approve, form, pkce, query_of, register, register_public,
 };
@@ -210,7 +210,7 @@ async fn a_registered_public_client_gets_tokens_for_mcp_and_keeps_them_fresh() {
     assert!(
         to_login
             .location()
-            .starts_with("/login?next=/oauth/authorize%3F"),
+            .starts_with("/login?next=%2Foauth%2Fauthorize%3F"),
         "{}",
         to_login.location()
     );
@@ -533,7 +533,7 @@ async fn tokens_are_for_this_servers_mcp_only() {
     let other_url = format!("http://{}", listener.local_addr().unwrap());
     let app = xmemo_server::app::build_app(
         s.service.clone(),
-        xmemo_server::rest::ServerInfo {
+        xmemo_server::state::ServerInfo {
             public_url: other_url.clone(),
             version: "test",
             ..Default::default()

@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use xmemo_server::Service;
 use xmemo_server::app::{OPENAPI_JSON, build_app, serve};
-use xmemo_server::rest::ServerInfo;
+use xmemo_server::state::ServerInfo;
 
 const DOC: &str = include_str!("../openapi.json");
 const METHODS: [&str; 5] = ["get", "post", "put", "delete", "patch"];

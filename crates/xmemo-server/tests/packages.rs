@@ -705,7 +705,7 @@ async fn hostile_packages_get_their_own_error_and_write_nothing() {
         &s,
         &key,
         "",
-        vec![b'P'; xmemo_server::rest::BODY_LIMIT_BYTES + 1],
+        vec![b'P'; xmemo_server::http::limits::BODY_LIMIT_BYTES + 1],
     )
     .await;
     let err = r.expect_error(413, "PAYLOAD_TOO_LARGE");

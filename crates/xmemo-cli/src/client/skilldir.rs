@@ -20,7 +20,7 @@ use xmemo_server::ServiceError;
 
 /// The server's request body limit (`rest::BODY_LIMIT_BYTES`): larger packages are refused
 /// here before anything is sent.
-pub const BODY_LIMIT: usize = xmemo_server::rest::BODY_LIMIT_BYTES;
+pub const BODY_LIMIT: usize = xmemo_server::http::limits::BODY_LIMIT_BYTES;
 
 /// A directory zipped for import.
 pub struct Zipped {

@@ -3,8 +3,8 @@
 //! of bodies that announce more bytes than the server accepts.
 
 use super::conns::ConnState;
+use super::error::ApiError;
 use crate::error::ServiceError;
-use crate::rest::ApiError;
 use axum::body::Bytes;
 use axum::extract::Request;
 use axum::http::{HeaderMap, header};

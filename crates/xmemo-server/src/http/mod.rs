@@ -1,4 +1,9 @@
-//! The HTTP/1.1 server loop: accepts connections and serves the axum application on each,
+//! The HTTP plumbing under every transport. Shared by REST, `/mcp`, the OAuth endpoints and
+//! the pages: the SPEC error rendering ([`error`]), the one credential check
+//! ([`credential`]), the client address behind trusted proxies ([`client_addr`]) and the body
+//! limits ([`limits`]).
+//!
+//! And the HTTP/1.1 server loop: accepts connections and serves the axum application on each,
 //! under the limits a public endpoint needs and `axum::serve` does not offer.
 //!
 //! - **Timeouts** per connection ([`io::GuardedIo`]): an *idle* connection (just accepted, or
@@ -25,8 +30,12 @@
 pub mod accept;
 pub mod body;
 pub mod canned;
+pub mod client_addr;
 pub mod conns;
+pub mod credential;
+pub mod error;
 pub mod io;
+pub mod limits;
 
 use axum::Router;
 use axum::extract::ConnectInfo;

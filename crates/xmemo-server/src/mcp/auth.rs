@@ -5,8 +5,10 @@
 
 use super::wire;
 use crate::error::ServiceError;
-use crate::rest::{AppState, ServerInfo};
+use crate::http::credential;
 use crate::service::Audience;
+use crate::service::oauth::SCOPES;
+use crate::state::{AppState, ServerInfo};
 use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::Response;
@@ -16,9 +18,6 @@ use crate::auth::Principal;
 
 /// Hosts accepted when the operator configures none (rmcp's loopback default).
 pub const LOOPBACK_HOSTS: &[&str] = &["localhost", "127.0.0.1", "::1"];
-
-/// Path of the protected-resource metadata document (RFC 9728 §3).
-pub const PROTECTED_RESOURCE_PATH: &str = "/.well-known/oauth-protected-resource";
 
 /// Host/Origin allow-lists. An empty host list means "any host" (protection off, only when the
 /// operator configured `*`).
@@ -160,22 +159,14 @@ fn forbidden(message: &str) -> Response {
     )
 }
 
-fn base_url(info: &ServerInfo) -> &str {
-    info.public_url.trim_end_matches('/')
-}
-
-pub fn resource_metadata_url(info: &ServerInfo) -> String {
-    format!("{}{PROTECTED_RESOURCE_PATH}", base_url(info))
-}
-
 /// RFC 9728 protected-resource metadata for `/mcp`: this server is its own authorization
 /// server (the issuer is the public URL).
 pub fn protected_resource_document(info: &ServerInfo) -> serde_json::Value {
     json!({
-        "resource": crate::oauth::mcp_resource(info),
+        "resource": info.mcp_resource(),
         "resource_name": "xmemo",
-        "authorization_servers": [crate::oauth::issuer(info)],
-        "scopes_supported": crate::oauth::SCOPES,
+        "authorization_servers": [info.issuer()],
+        "scopes_supported": SCOPES,
         "bearer_methods_supported": ["header"],
     })
 }
@@ -187,9 +178,9 @@ pub async fn authenticate(parts: &mut Parts, state: &AppState) -> Result<Princip
     let presented = parts.headers.contains_key(header::AUTHORIZATION)
         || parts.headers.contains_key("x-api-key");
     let audience = Audience::Mcp {
-        resource: crate::oauth::mcp_resource(&state.info),
+        resource: state.info.mcp_resource(),
     };
-    match crate::rest::extract::authenticate(parts, state, &audience).await {
+    match credential::authenticate(parts, state, &audience).await {
         Ok(principal) => Ok(principal),
         Err(rejection) => {
             let err = rejection.0;
@@ -208,8 +199,8 @@ pub async fn authenticate(parts: &mut Parts, state: &AppState) -> Result<Princip
 pub fn unauthorized(err: &ServiceError, info: &ServerInfo, presented: bool) -> Response {
     let mut challenge = format!(
         "Bearer resource_metadata=\"{}\", scope=\"{}\"",
-        resource_metadata_url(info),
-        crate::oauth::SCOPES.join(" ")
+        info.resource_metadata_url(),
+        SCOPES.join(" ")
     );
     if presented {
         challenge.push_str(", error=\"invalid_token\"");
@@ -231,8 +222,8 @@ pub fn insufficient_scope(needed: xmemo_core::Scope, info: &ServerInfo) -> Respo
     ));
     let challenge = format!(
         "Bearer error=\"insufficient_scope\", scope=\"{}\", resource_metadata=\"{}\", error_description=\"this operation needs {needed}\"",
-        crate::oauth::SCOPES.join(" "),
-        resource_metadata_url(info),
+        SCOPES.join(" "),
+        info.resource_metadata_url(),
     );
     // Like every /mcp answer, a JSON-RPC error carrying the SPEC object.
     let mut response = wire::rejection(StatusCode::FORBIDDEN, &err);

@@ -34,9 +34,10 @@ pub use wire::RewrittenPlainText;
 
 use crate::auth::Principal;
 use crate::error::ServiceError;
+use crate::http::limits::BODY_LIMIT_BYTES;
 use crate::metrics::McpPath;
-use crate::rest::{self, AppState};
 use crate::service::Service;
+use crate::state::AppState;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Path, Request, State};
@@ -44,7 +45,7 @@ use axum::http::request::Parts;
 use axum::http::{Method, StatusCode};
 use axum::response::{Json, Response};
 use axum::routing::{any, get};
-use profiles::{ContractError, Profile, Profiles};
+use profiles::{Profile, Profiles};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, GetSkillRequestParams,
     GetSkillResult, Implementation, InitializeRequestParams, InitializeResult, ListResourcesResult,
@@ -57,36 +58,7 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::json;
 use std::borrow::Cow;
-use std::path::PathBuf;
 use std::sync::Arc;
-
-/// MCP settings an operator controls (`xmemo serve` flags / env / `xmemo.toml`).
-#[derive(Debug, Clone, Default)]
-pub struct McpConfig {
-    /// Contract file to enforce instead of the embedded `config/mcp-documentation-contract.json`.
-    pub contract_path: Option<PathBuf>,
-    /// `Host` values accepted on `/mcp` (`host` or `host:port`); empty = loopback only; `*` =
-    /// any (turns DNS-rebinding protection off). The public URL's host is always accepted.
-    pub allowed_hosts: Vec<String>,
-    /// Browser origins accepted besides those whose host is an allowed host
-    /// (`https://app.example.com`).
-    pub allowed_origins: Vec<String>,
-    /// Profiles in which `execute_cloud_skill` is exposed (none by default).
-    pub execute_profiles: Vec<String>,
-    /// Serve the conformance suite's diagnostic tools on `/mcp/conformance` (tests only;
-    /// `XMEMO_MCP_CONFORMANCE_FIXTURES=1`). They touch no data.
-    pub conformance_fixtures: bool,
-    /// Send every request through rmcp, also the read-only tool calls the direct path answers
-    /// itself (`direct`): how the tests compare the two paths. Off in production.
-    pub rmcp_only: bool,
-}
-
-impl McpConfig {
-    /// The enforced profiles: use at startup to refuse a bad contract before serving.
-    pub fn profiles(&self) -> Result<Profiles, ContractError> {
-        Profiles::load(self.contract_path.as_deref(), &self.execute_profiles)
-    }
-}
 
 /// Who is calling and which profile they are served: put in the request's extensions by the
 /// HTTP layer, read by the handler.
@@ -416,7 +388,7 @@ impl McpRuntime {
                 let mut http_config = StreamableHttpServerConfig::default()
                     .with_legacy_session_mode(false)
                     .with_json_response(true)
-                    .with_max_request_body_bytes(rest::BODY_LIMIT_BYTES)
+                    .with_max_request_body_bytes(BODY_LIMIT_BYTES)
                     .with_allowed_hosts(guard.rmcp_allowed_hosts());
                 if !config.allowed_origins.is_empty() {
                     http_config = http_config.with_allowed_origins(config.allowed_origins.clone());
@@ -513,11 +485,11 @@ impl McpRuntime {
         principal.client_profile = Some(profile.name.clone());
         // Refused from Content-Length before reading, so no `100 Continue` is sent.
         let announced_too_large = crate::http::body::declared_length(&parts.headers)
-            .is_some_and(|n| n > rest::BODY_LIMIT_BYTES as u64);
+            .is_some_and(|n| n > BODY_LIMIT_BYTES as u64);
         let read = if announced_too_large {
             Err(())
         } else {
-            axum::body::to_bytes(body, rest::BODY_LIMIT_BYTES)
+            axum::body::to_bytes(body, BODY_LIMIT_BYTES)
                 .await
                 .map_err(drop)
         };
@@ -525,7 +497,7 @@ impl McpRuntime {
             Ok(b) => b,
             Err(()) => {
                 let err = ServiceError::TooLarge(
-                    format!("request body exceeds {} bytes", rest::BODY_LIMIT_BYTES),
+                    format!("request body exceeds {} bytes", BODY_LIMIT_BYTES),
                     None,
                 );
                 return wire::error_response(
@@ -625,7 +597,10 @@ pub fn routes(state: &AppState) -> Router<AppState> {
                 },
             ),
         )
-        .route(auth::PROTECTED_RESOURCE_PATH, get(protected_resource))
+        .route(
+            crate::state::PROTECTED_RESOURCE_PATH,
+            get(protected_resource),
+        )
         .route(
             "/.well-known/oauth-protected-resource/mcp",
             get(protected_resource),

@@ -3,6 +3,7 @@
 //! checked against the tool registry when loaded, so the file and the server cannot disagree.
 
 use super::tools::{self, ToolDef};
+use crate::state::McpConfig;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -10,6 +11,13 @@ use std::path::Path;
 /// The contract shipped with the server.
 pub const DEFAULT_CONTRACT: &str =
     include_str!("../../../../config/mcp-documentation-contract.json");
+
+impl McpConfig {
+    /// The enforced profiles: use at startup to refuse a bad contract before serving.
+    pub fn profiles(&self) -> Result<Profiles, ContractError> {
+        Profiles::load(self.contract_path.as_deref(), &self.execute_profiles)
+    }
+}
 
 /// Why a contract (or the operator's execute-profile list) was refused.
 #[derive(Debug, thiserror::Error)]

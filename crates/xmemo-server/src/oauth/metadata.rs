@@ -2,20 +2,21 @@
 //! that some MCP clients try first (it carries `code_challenge_methods_supported`, which MCP
 //! requires of both).
 
-use crate::rest::AppState;
+use crate::service::oauth::SCOPES;
+use crate::state::{AppState, ServerInfo};
 use axum::extract::State;
 use axum::response::{IntoResponse, Json, Response};
 use serde_json::json;
 
-pub fn document_for(info: &crate::rest::ServerInfo) -> serde_json::Value {
-    let issuer = super::issuer(info);
+pub fn document_for(info: &ServerInfo) -> serde_json::Value {
+    let issuer = info.issuer();
     json!({
         "issuer": issuer,
         "authorization_endpoint": format!("{issuer}/oauth/authorize"),
         "token_endpoint": format!("{issuer}/oauth/token"),
         "registration_endpoint": format!("{issuer}/oauth/register"),
         "revocation_endpoint": format!("{issuer}/oauth/revoke"),
-        "scopes_supported": super::SCOPES,
+        "scopes_supported": SCOPES,
         "response_types_supported": ["code"],
         "response_modes_supported": ["query"],
         "grant_types_supported": ["authorization_code", "refresh_token"],

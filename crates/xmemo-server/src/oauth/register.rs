@@ -4,145 +4,15 @@
 //! `client_secret_post` and get a secret, shown in this answer only and stored as SHA-256.
 //! Registration is open, so it is bounded per address (30 an hour by default).
 
-use super::error::{OAuthError, no_store};
-use crate::rest::AppState;
+use super::response::no_store;
+use crate::http::client_addr;
+use crate::service::oauth::parse_registration;
+use crate::state::AppState;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Json, Response};
 use serde_json::{Map, Value, json};
-use xmemo_store::NewOAuthClient;
-
-const AUTH_METHODS: [&str; 3] = ["none", "client_secret_basic", "client_secret_post"];
-const GRANT_TYPES: [&str; 2] = ["authorization_code", "refresh_token"];
-/// Registration fields kept (and echoed); anything else is ignored, as RFC 7591 §2 allows.
-const KEPT: [&str; 10] = [
-    "client_uri",
-    "logo_uri",
-    "contacts",
-    "tos_uri",
-    "policy_uri",
-    "software_id",
-    "software_version",
-    "application_type",
-    "grant_types",
-    "response_types",
-];
-
-fn metadata_error(d: impl Into<String>) -> OAuthError {
-    OAuthError::new("invalid_client_metadata", d)
-}
-
-fn strings(obj: &Map<String, Value>, key: &str) -> Result<Option<Vec<String>>, OAuthError> {
-    match obj.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Array(items)) => items
-            .iter()
-            .map(|v| {
-                v.as_str()
-                    .map(str::to_string)
-                    .ok_or_else(|| metadata_error(format!("`{key}` must be a list of strings")))
-            })
-            .collect::<Result<Vec<_>, _>>()
-            .map(Some),
-        Some(_) => Err(metadata_error(format!("`{key}` must be a list of strings"))),
-    }
-}
-
-/// The registration request checked and turned into the client to store.
-pub fn parse(body: &[u8]) -> Result<NewOAuthClient, OAuthError> {
-    let value: Value = serde_json::from_slice(body)
-        .map_err(|e| metadata_error(format!("the registration request is not JSON: {e}")))?;
-    let Some(obj) = value.as_object() else {
-        return Err(metadata_error(
-            "the registration request must be a JSON object",
-        ));
-    };
-    let redirect_uris = strings(obj, "redirect_uris")?.unwrap_or_default();
-    if redirect_uris.is_empty() || redirect_uris.len() > 20 {
-        return Err(OAuthError::new(
-            "invalid_redirect_uri",
-            "register 1 to 20 redirect_uris (this server only does the authorization code flow)",
-        ));
-    }
-    if let Some(why) = redirect_uris
-        .iter()
-        .find_map(|u| super::redirect_uri::refusal(u))
-    {
-        return Err(OAuthError::new("invalid_redirect_uri", why));
-    }
-    let method = match obj.get("token_endpoint_auth_method") {
-        None | Some(Value::Null) => "client_secret_basic".to_string(),
-        Some(Value::String(m)) if AUTH_METHODS.contains(&m.as_str()) => m.clone(),
-        Some(other) => {
-            return Err(metadata_error(format!(
-                "token_endpoint_auth_method {other} is not supported; use one of {}",
-                AUTH_METHODS.join(", ")
-            )));
-        }
-    };
-    let grant_types =
-        strings(obj, "grant_types")?.unwrap_or_else(|| vec!["authorization_code".into()]);
-    if let Some(g) = grant_types
-        .iter()
-        .find(|g| !GRANT_TYPES.contains(&g.as_str()))
-    {
-        return Err(metadata_error(format!(
-            "grant type `{g}` is not supported; use {}",
-            GRANT_TYPES.join(" and ")
-        )));
-    }
-    if !grant_types.iter().any(|g| g == "authorization_code") {
-        return Err(metadata_error(
-            "grant_types must include authorization_code",
-        ));
-    }
-    let response_types = strings(obj, "response_types")?.unwrap_or_else(|| vec!["code".into()]);
-    if response_types != ["code"] {
-        return Err(metadata_error("response_types must be [\"code\"]"));
-    }
-    let name = match obj.get("client_name") {
-        None | Some(Value::Null) => String::new(),
-        Some(Value::String(n)) => super::clean_name(n),
-        Some(_) => return Err(metadata_error("client_name must be a string")),
-    };
-    let scope = match obj.get("scope") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(
-            crate::service::oauth::parse_scope(Some(s))
-                .map_err(|e| metadata_error(e.description))?
-                .join(" "),
-        ),
-        Some(_) => return Err(metadata_error("scope must be a string")),
-    };
-    let mut metadata = Map::new();
-    for key in KEPT {
-        if let Some(v) = obj.get(key).filter(|v| !v.is_null()) {
-            metadata.insert(key.to_string(), v.clone());
-        }
-    }
-    metadata.insert("grant_types".into(), json!(grant_types));
-    metadata.insert("response_types".into(), json!(response_types));
-    if let Some(s) = scope {
-        metadata.insert("scope".into(), json!(s));
-    }
-    if serde_json::to_vec(&metadata).map_or(0, |v| v.len()) > 8 * 1024 {
-        return Err(metadata_error(
-            "the registration metadata is larger than 8 KiB",
-        ));
-    }
-    Ok(NewOAuthClient {
-        client_name: if name.is_empty() {
-            "Unnamed client".into()
-        } else {
-            name
-        },
-        redirect_uris,
-        token_endpoint_auth_method: method,
-        secret_hash: None,
-        metadata: Value::Object(metadata),
-    })
-}
 
 fn unix_seconds(at: &str) -> i64 {
     time::OffsetDateTime::parse(at, &time::format_description::well_known::Rfc3339)
@@ -156,12 +26,11 @@ pub async fn register(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let new = match parse(&body) {
+    let new = match parse_registration(&body) {
         Ok(n) => n,
         Err(e) => return e.into_response(),
     };
-    let from =
-        crate::rest::client_addr::of_request(&headers, &extensions, &state.info.trusted_proxies);
+    let from = client_addr::of_request(&headers, &extensions, &state.info.trusted_proxies);
     let (client, secret) = match state.service.register_oauth_client(new, from).await {
         Ok(done) => done,
         Err(e) => return e.into_response(),

@@ -3,9 +3,9 @@
 //! authenticate the way they registered: public ones by `client_id` alone, confidential ones
 //! with HTTP Basic or the form's `client_secret` — one way per request.
 
-use super::error::{OAuthError, no_store};
-use crate::rest::AppState;
-use crate::service::oauth::ClientSecret;
+use super::response::{error_response, no_store};
+use crate::service::oauth::{ClientSecret, IssuedTokens, OAuthError, OAuthErrorKind};
+use crate::state::AppState;
 use axum::extract::rejection::FormRejection;
 use axum::extract::{Form, State};
 use axum::http::{HeaderMap, StatusCode, header};
@@ -31,25 +31,16 @@ pub struct TokenForm {
     token_type_hint: Option<String>,
 }
 
-/// `%XX` and `+` decoding of one `application/x-www-form-urlencoded` value (RFC 6749 §2.3.1
-/// encodes Basic credentials this way).
+/// One `application/x-www-form-urlencoded` value (RFC 6749 §2.3.1 encodes Basic credentials
+/// this way): `+` is a space, `%XX` a byte; the bytes must be UTF-8. A `%` not followed by two
+/// hex digits stays as it is, as `percent-encoding` (and every form parser built on it) reads
+/// it.
 fn form_decode(s: &str) -> Option<String> {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'+' => out.push(b' '),
-            b'%' => {
-                let hex = s.get(i + 1..i + 3)?;
-                out.push(u8::from_str_radix(hex, 16).ok()?);
-                i += 2;
-            }
-            b => out.push(b),
-        }
-        i += 1;
-    }
-    String::from_utf8(out).ok()
+    let spaced = s.replace('+', " ");
+    percent_encoding::percent_decode_str(&spaced)
+        .decode_utf8()
+        .ok()
+        .map(|c| c.into_owned())
 }
 
 /// The client's id and how it proves it.
@@ -65,10 +56,7 @@ fn credentials(
         .map(|(_, value)| value.trim().to_string());
     match basic {
         Some(encoded) => {
-            let malformed = || OAuthError {
-                basic_challenge: true,
-                ..OAuthError::invalid_client("malformed HTTP Basic credentials")
-            };
+            let malformed = || OAuthError::invalid_client("malformed HTTP Basic credentials");
             let decoded = base64::engine::general_purpose::STANDARD
                 .decode(encoded)
                 .ok()
@@ -133,15 +121,25 @@ pub async fn token(
             no_store(response.headers_mut());
             response
         }
-        Err(e) => e.into_response(),
+        Err(e) => error_response(&e, presents_basic(&headers)),
     }
+}
+
+/// Whether the client authenticates with HTTP Basic: then a failed client authentication is
+/// answered with a Basic challenge.
+fn presents_basic(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().split_once(' '))
+        .is_some_and(|(scheme, _)| scheme.eq_ignore_ascii_case("basic"))
 }
 
 async fn grant(
     state: &AppState,
     headers: &HeaderMap,
     form: Result<Form<TokenForm>, FormRejection>,
-) -> Result<crate::service::oauth::IssuedTokens, OAuthError> {
+) -> Result<IssuedTokens, OAuthError> {
     let form = form.map_err(|e| unreadable(&e))?.0;
     let (client_id, secret) = credentials(headers, &form)?;
     let client = state
@@ -183,7 +181,7 @@ async fn grant(
                 .await
         }
         Some(other) => Err(OAuthError::new(
-            "unsupported_grant_type",
+            OAuthErrorKind::UnsupportedGrantType,
             format!(
                 "grant_type `{other}` is not supported; use authorization_code or refresh_token"
             ),
@@ -222,7 +220,7 @@ pub async fn revoke(
             no_store(response.headers_mut());
             response
         }
-        Err(e) => e.into_response(),
+        Err(e) => error_response(&e, presents_basic(&headers)),
     }
 }
 
@@ -233,7 +231,12 @@ mod tests {
     #[test]
     fn basic_credentials_are_form_decoded() {
         assert_eq!(form_decode("a%3Ab+c").as_deref(), Some("a:b c"));
-        assert_eq!(form_decode("%zz"), None);
-        assert_eq!(form_decode("%4"), None);
+        assert_eq!(form_decode("%2B").as_deref(), Some("+"));
+        // Not an escape: kept as written, as the crate reads it (never the byte 0x05).
+        assert_eq!(form_decode("%+5").as_deref(), Some("% 5"));
+        assert_eq!(form_decode("%zz").as_deref(), Some("%zz"));
+        assert_eq!(form_decode("%4").as_deref(), Some("%4"));
+        // Bytes that are not UTF-8 are malformed credentials.
+        assert_eq!(form_decode("%FF"), None);
     }
 }

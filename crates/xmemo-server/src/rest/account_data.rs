@@ -1,7 +1,9 @@
 //! The caller's own data: `GET /account/export` (one streamed ZIP) and `DELETE /account`.
 
-use super::extract::{ApiJson, Authed};
-use super::{ApiResult, AppState};
+use super::extract::ApiJson;
+use crate::http::credential::Authed;
+use crate::http::error::ApiResult;
+use crate::state::AppState;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::State;

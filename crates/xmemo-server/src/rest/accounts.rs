@@ -1,10 +1,12 @@
 //! The caller, workspaces, members and invitations, API keys and (for administrators)
 //! accounts.
 
-use super::extract::{ApiJson, ApiPath, ApiQuery, Authed};
-use super::{ApiResult, AppState};
+use super::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::http::credential::Authed;
+use crate::http::error::ApiResult;
 use crate::service::types::*;
 use crate::service::{Page, PageRequest};
+use crate::state::AppState;
 use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;

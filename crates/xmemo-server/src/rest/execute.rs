@@ -1,9 +1,11 @@
 //! `POST /skills/{slug}/execute`: run a declared script of a pinned revision (SPEC §5).
 
-use super::extract::{ApiJson, ApiPath, ApiQuery, Authed};
-use super::{ApiResult, AppState};
+use super::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::error::ServiceError;
+use crate::http::credential::Authed;
+use crate::http::error::ApiResult;
 use crate::service::types::{ExecuteRequest, ToolResult};
+use crate::state::AppState;
 use axum::Router;
 use axum::extract::State;
 use axum::response::Json;

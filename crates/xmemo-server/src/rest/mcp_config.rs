@@ -5,17 +5,15 @@
 //! points to, the MCP URL a 401 names) or a fixed name, and a runner asks for it before it
 //! has a key or a token (decisions.md, "The autonomous-agent recipe is public").
 
-use super::AppState;
-use super::ServerInfo;
+use crate::state::{
+    AUTHORIZATION_SERVER_METADATA_PATH, AppState, PROTECTED_RESOURCE_PATH, ServerInfo,
+};
 use axum::Router;
 use axum::extract::State;
 use axum::response::Json;
 use axum::routing::get;
 use serde_json::{Value, json};
 use xmemo_core::model::Scope;
-
-/// RFC 8414 metadata of the authorization server whose issuer is the public URL.
-pub const AUTHORIZATION_SERVER_METADATA_PATH: &str = "/.well-known/oauth-authorization-server";
 
 pub fn routes() -> Router<AppState> {
     Router::new().route("/mcp/config/autonomous-agent", get(autonomous_agent))
@@ -28,7 +26,7 @@ async fn autonomous_agent(State(state): State<AppState>) -> Json<Value> {
 /// The recipe itself. The protected-resource URL is the RFC 9728 form for the resource
 /// `<public>/mcp` (the well-known suffix followed by the resource's path).
 pub fn autonomous_agent_recipe(info: &ServerInfo) -> Value {
-    let base = info.public_url.trim_end_matches('/');
+    let base = info.base_url();
     let scopes: Vec<&str> = Scope::ALL.iter().map(|s| s.as_str()).collect();
     json!({
         "mcp_url": format!("{base}/mcp"),
@@ -37,7 +35,7 @@ pub fn autonomous_agent_recipe(info: &ServerInfo) -> Value {
                 "authorization_server_metadata_url":
                     format!("{base}{AUTHORIZATION_SERVER_METADATA_PATH}"),
                 "protected_resource_metadata_url":
-                    format!("{base}{}/mcp", crate::mcp::auth::PROTECTED_RESOURCE_PATH),
+                    format!("{base}{PROTECTED_RESOURCE_PATH}/mcp"),
                 "scopes": scopes,
             },
             "xmemo_key": {

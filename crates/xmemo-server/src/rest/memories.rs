@@ -1,9 +1,11 @@
 //! Memories under `/memories` (SPEC §9): the same use-cases as the MCP memory tools.
 
-use super::extract::{ApiJson, ApiPath, ApiQuery, Authed, OptionalJson};
-use super::{ApiResult, AppState};
+use super::extract::{ApiJson, ApiPath, ApiQuery, OptionalJson};
+use crate::http::credential::Authed;
+use crate::http::error::ApiResult;
 use crate::service::memories::*;
 use crate::service::types::ToolResult;
+use crate::state::AppState;
 use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;

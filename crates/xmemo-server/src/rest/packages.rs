@@ -2,11 +2,14 @@
 //! URL as JSON), Source Capsule export, revision diff. Translation only; the rules are in
 //! `service/packages.rs`.
 
-use super::extract::{ApiJson, ApiPath, ApiQuery, Authed};
-use super::{ApiResult, AppState, BODY_LIMIT_BYTES};
+use super::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::auth::Principal;
 use crate::error::ServiceError;
+use crate::http::credential::Authed;
+use crate::http::error::ApiResult;
+use crate::http::limits::BODY_LIMIT_BYTES;
 use crate::service::ImportOptions;
+use crate::state::AppState;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;

@@ -1,10 +1,12 @@
 //! Skills, revisions, resources, recall/save and lifecycle actions.
 
-use super::extract::{ApiJson, ApiPath, ApiQuery, Authed, OptionalJson};
-use super::{ApiResult, AppState};
+use super::extract::{ApiJson, ApiPath, ApiQuery, OptionalJson};
 use crate::error::ServiceError;
+use crate::http::credential::Authed;
+use crate::http::error::ApiResult;
 use crate::service::PageRequest;
 use crate::service::types::*;
+use crate::state::AppState;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::State;

@@ -80,7 +80,7 @@ impl Service {
                 retry_after_secs: secs,
             });
         }
-        let result = if secret.starts_with(crate::oauth::ACCESS_PREFIX) {
+        let result = if secret.starts_with(super::oauth::ACCESS_PREFIX) {
             self.resolve_access_token(secret, audience, agent_id, agent_instance_id)
                 .await
         } else {

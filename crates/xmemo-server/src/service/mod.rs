@@ -44,8 +44,8 @@ pub struct Service {
     sessions: signin::SessionConfig,
     /// OAuth settings (`with_oauth_config`), fetched metadata documents, and the budget of
     /// client registrations per address.
-    oauth: Arc<crate::oauth::OAuthConfig>,
-    client_documents: Arc<crate::oauth::cimd::DocumentCache>,
+    oauth: Arc<oauth::OAuthConfig>,
+    client_documents: Arc<oauth::cimd::DocumentCache>,
     registrations: Arc<crate::throttle::FailureLimiter<std::net::IpAddr>>,
 }
 
@@ -66,8 +66,8 @@ impl Service {
                 signin::DEFAULT_LOGIN_THROTTLE,
             )),
             sessions: signin::SessionConfig::default(),
-            oauth: Arc::new(crate::oauth::OAuthConfig::default()),
-            client_documents: Arc::new(crate::oauth::cimd::DocumentCache::default()),
+            oauth: Arc::new(oauth::OAuthConfig::default()),
+            client_documents: Arc::new(oauth::cimd::DocumentCache::default()),
             registrations: Arc::new(crate::throttle::FailureLimiter::new(
                 oauth::DEFAULT_REGISTRATION_BUDGET,
             )),
@@ -75,7 +75,7 @@ impl Service {
     }
 
     /// This service with these OAuth settings (client profiles).
-    pub fn with_oauth_config(mut self, config: crate::oauth::OAuthConfig) -> Self {
+    pub fn with_oauth_config(mut self, config: oauth::OAuthConfig) -> Self {
         self.oauth = Arc::new(config);
         self
     }

@@ -31,15 +31,6 @@ pub fn session_token(session_secret: &str) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(digest)
 }
 
-/// Compares two tokens in time independent of where they differ.
-pub fn tokens_match(expected: &str, given: &str) -> bool {
-    let (a, b) = (expected.as_bytes(), given.as_bytes());
-    if a.len() != b.len() || a.is_empty() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -70,8 +61,9 @@ mod tests {
         let t = session_token("secret-a");
         assert_eq!(t, session_token("secret-a"));
         assert_ne!(t, session_token("secret-b"));
-        assert!(tokens_match(&t, &t.clone()));
-        assert!(!tokens_match(&t, "x"));
-        assert!(!tokens_match("", ""));
+        assert!(crate::auth::tokens_match(&t, &t.clone()));
+        assert!(!crate::auth::tokens_match(&t, "x"));
+        assert!(!crate::auth::tokens_match(&t, &session_token("secret-b")));
+        assert!(!crate::auth::tokens_match("", ""));
     }
 }

@@ -1,14 +1,15 @@
 //! `GET /login` (the form, or who is signed in), `POST /login`, `POST /logout`.
 
 use super::pages::{self, html};
+use super::session::{self, PostRefusal, see_other};
 use super::{Site, cookies, guard};
 use crate::error::ServiceError;
-use crate::rest::AppState;
+use crate::state::AppState;
 use askama::Template;
 use axum::extract::rejection::{FormRejection, QueryRejection};
 use axum::extract::{Form, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use base64::Engine;
 use rand::RngCore;
 use serde::Deserialize;
@@ -122,15 +123,6 @@ fn refused(reason: &str) -> Response {
     )
 }
 
-fn see_other(to: &str) -> Response {
-    let mut response = StatusCode::SEE_OTHER.into_response();
-    if let Ok(location) = HeaderValue::from_str(to) {
-        response.headers_mut().insert(header::LOCATION, location);
-    }
-    pages::secure_headers(response.headers_mut());
-    response
-}
-
 pub async fn page(
     State(state): State<AppState>,
     query: Result<Query<LoginQuery>, QueryRejection>,
@@ -138,7 +130,7 @@ pub async fn page(
 ) -> Response {
     let site = Site::new(&state.info.public_url);
     let next = local_target(query.as_ref().ok().and_then(|q| q.next.as_deref()));
-    if let Some((who, secret)) = super::signed_in(&state, &headers).await {
+    if let Some((who, secret)) = session::signed_in(&state, &headers).await {
         if next != "/login" {
             return see_other(&next);
         }
@@ -173,12 +165,12 @@ pub async fn submit(
     let Some(expected) = form_cookie(&headers, &site) else {
         return refused("the sign-in form expired or cookies are blocked");
     };
-    if !guard::tokens_match(&expected, &form.csrf) {
+    if !crate::auth::tokens_match(&expected, &form.csrf) {
         return refused("the sign-in form does not belong to this browser session");
     }
     let next = local_target(Some(&form.next));
     let client =
-        crate::rest::client_addr::of_request(&headers, &extensions, &state.info.trusted_proxies);
+        crate::http::client_addr::of_request(&headers, &extensions, &state.info.trusted_proxies);
     let previous = cookies::read(&headers, &cookies::session_name(&site));
     match state
         .service
@@ -218,19 +210,18 @@ pub async fn logout(
     headers: HeaderMap,
     form: Result<Form<TokenForm>, FormRejection>,
 ) -> Response {
-    let site = Site::new(&state.info.public_url);
-    if let Err(reason) = guard::same_origin(&headers, &site) {
-        return refused(reason);
-    }
-    let Some((_, secret)) = super::signed_in(&state, &headers).await else {
-        return see_other("/login");
+    let token = form.as_ref().map_or("", |Form(f)| f.csrf.as_str());
+    let secret = match session::posted(&state, &headers, token).await {
+        Ok(signed) => signed.secret,
+        Err(PostRefusal::CrossSite(reason)) => return refused(reason),
+        Err(PostRefusal::SignedOut) => return see_other("/login"),
+        Err(PostRefusal::ForeignForm) if form.is_err() => {
+            return refused("the form could not be read");
+        }
+        Err(PostRefusal::ForeignForm) => {
+            return refused("the form does not belong to this session");
+        }
     };
-    let Ok(Form(form)) = form else {
-        return refused("the form could not be read");
-    };
-    if !guard::tokens_match(&guard::session_token(&secret), &form.csrf) {
-        return refused("the form does not belong to this session");
-    }
     if let Err(e) = state.service.sign_out(&secret).await {
         tracing::warn!(error = %e, "sign-out failed");
         return pages::message(
@@ -240,6 +231,7 @@ pub async fn logout(
             e.code().as_str(),
         );
     }
+    let site = Site::new(&state.info.public_url);
     let mut response = see_other("/login");
     if let Some(cookie) = cookies::set(&site, &cookies::session_name(&site), "", Some(0)) {
         response.headers_mut().append(header::SET_COOKIE, cookie);

@@ -1,29 +1,29 @@
 //! The server-rendered pages people use: sign-in (`/login`, `/logout`), the OAuth consent
-//! page (`oauth/`) beside it, and the Memory Console (`console/`). Each page is plain HTML
+//! page (`/oauth/authorize`) and the Memory Console (`console/`). Each page is plain HTML
 //! from `templates/` with one stylesheet, under a strict Content-Security-Policy; the only
 //! script is the console's own file.
 //!
 //! - `cookies.rs`: the session and sign-in cookies (names, attributes, parsing);
 //! - `guard.rs`: the same-origin check every unsafe request passes, and the form tokens;
+//! - `session.rs`: who is signed in, the sign-in redirect, the checks of every form post;
 //! - `pages.rs`: rendering and the security headers of every page;
 //! - `login.rs`: the sign-in and sign-out handlers;
+//! - `consent.rs`: the OAuth authorization endpoint, a page where a person approves a client;
 //! - `console/`: the Memory Console at `/console`.
 
+mod consent;
 pub mod console;
 pub mod cookies;
 pub mod guard;
 mod login;
 pub mod pages;
+pub mod session;
 
-use crate::rest::AppState;
-use crate::service::signin::SignedIn;
+use crate::http::limits::FORM_LIMIT_BYTES;
+use crate::state::AppState;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use axum::http::HeaderMap;
 use axum::routing::get;
-
-/// Largest form body a page accepts.
-pub const FORM_LIMIT_BYTES: usize = 64 * 1024;
 
 /// What the pages need to know about where they are served.
 #[derive(Debug, Clone)]
@@ -48,25 +48,14 @@ impl Site {
     }
 }
 
-/// The signed-in person and their session secret, when the request carries a live session
-/// cookie.
-pub async fn signed_in(state: &AppState, headers: &HeaderMap) -> Option<(SignedIn, String)> {
-    let site = Site::new(&state.info.public_url);
-    let secret = cookies::read(headers, &cookies::session_name(&site))?;
-    match state.service.session(&secret).await {
-        Ok(Some(who)) => Some((who, secret)),
-        Ok(None) => None,
-        Err(e) => {
-            tracing::warn!(error = %e, "session lookup failed");
-            None
-        }
-    }
-}
-
-/// `/login`, `/logout` and the stylesheet.
+/// `/login`, `/logout`, the consent page, the stylesheet and the console.
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/login", get(login::page).post(login::submit))
+        .route(
+            "/oauth/authorize",
+            get(consent::start).post(consent::decide),
+        )
         .route("/logout", axum::routing::post(login::logout))
         .route("/assets/xmemo.css", get(pages::stylesheet))
         .layer(DefaultBodyLimit::max(FORM_LIMIT_BYTES))

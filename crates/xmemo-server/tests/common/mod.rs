@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 use xmemo_server::Service;
 use xmemo_server::app::{HttpConfig, build_app, serve_with};
-use xmemo_server::rest::ServerInfo;
 use xmemo_server::service::types::{CreateAccountRequest, CreateKeyRequest};
+use xmemo_server::state::ServerInfo;
 use xmemo_store::Store;
 use xmemo_store::postgres::{PgPoolSettings, PostgresStore};
 use xmemo_store::sqlite::SqliteStore;
@@ -21,11 +21,11 @@ use xmemo_store::sqlite::SqliteStore;
 pub struct ServeOptions {
     pub http: HttpConfig,
     pub trusted_proxies: Vec<std::net::IpAddr>,
-    pub mcp: xmemo_server::mcp::McpConfig,
+    pub mcp: xmemo_server::state::McpConfig,
     /// The public URL the server believes it has (default: its own `http://127.0.0.1:port`).
     pub public_url: Option<String>,
     /// OAuth settings (client profiles).
-    pub oauth: xmemo_server::oauth::OAuthConfig,
+    pub oauth: xmemo_server::service::oauth::OAuthConfig,
 }
 
 pub struct TestServer {

@@ -13,9 +13,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use xmemo_server::Service;
 use xmemo_server::app::{build_app, serve};
-use xmemo_server::mcp::McpConfig;
-use xmemo_server::rest::ServerInfo;
 use xmemo_server::service::types::{CreateAccountRequest, CreateKeyRequest};
+use xmemo_server::state::McpConfig;
+use xmemo_server::state::ServerInfo;
 use xmemo_store::Store;
 use xmemo_store::sqlite::SqliteStore;
 

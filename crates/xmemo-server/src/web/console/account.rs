@@ -2,7 +2,7 @@
 //! capsules plus memories, JSON) and deletion with the handle typed back.
 
 use super::{Chrome, Posted, Signed, failure, render, see_other};
-use crate::rest::AppState;
+use crate::state::AppState;
 use crate::web::{Site, cookies};
 use askama::Template;
 use axum::body::Body;

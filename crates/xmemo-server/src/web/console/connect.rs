@@ -4,7 +4,7 @@
 //! `GET /api/v1/mcp/config/autonomous-agent` serves.
 
 use super::{Chrome, Signed, render};
-use crate::rest::AppState;
+use crate::state::AppState;
 use askama::Template;
 use axum::extract::State;
 use axum::http::StatusCode;

@@ -3,8 +3,8 @@
 
 use super::{Chrome, Signed, failure, render};
 use crate::error::ServiceError;
-use crate::rest::AppState;
 use crate::service::PageRequest;
+use crate::state::AppState;
 use askama::Template;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};

@@ -6,8 +6,8 @@
 
 use super::{Chrome, Ctx, Posted, Signed, failure, posted, render, see_other, workspaces};
 use crate::error::ServiceError;
-use crate::rest::AppState;
 use crate::service::types::{ComponentRequest, ContentEncoding, SaveRequest};
+use crate::state::AppState;
 use askama::Template;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Multipart, Query, State};

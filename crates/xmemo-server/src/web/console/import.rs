@@ -3,9 +3,9 @@
 
 use super::{Chrome, Signed, failure, posted, render, see_other, workspaces};
 use crate::error::ServiceError;
-use crate::rest::AppState;
 use crate::service::ImportOptions;
 use crate::service::types::WorkspaceView;
+use crate::state::AppState;
 use askama::Template;
 use axum::extract::{Multipart, State};
 use axum::http::{HeaderMap, StatusCode};

@@ -3,9 +3,9 @@
 
 use super::{Chrome, Ctx, Posted, Signed, failure, link, render, see_other};
 use crate::error::ServiceError;
-use crate::rest::AppState;
 use crate::service::PageRequest;
 use crate::service::types::CreateKeyRequest;
+use crate::state::AppState;
 use askama::Template;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};

@@ -4,8 +4,8 @@
 
 use super::{Chrome, Posted, Signed, failure, link, render, see_other, workspaces};
 use crate::error::ServiceError;
-use crate::rest::AppState;
 use crate::service::types::{CreateTeamRequest, InvitationView, InviteRequest};
+use crate::state::AppState;
 use askama::Template;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};

@@ -2,10 +2,10 @@
 //! forget with a reason, restore.
 
 use super::{Chrome, Fields, Posted, Signed, failure, link, render, see_other};
-use crate::rest::AppState;
 use crate::service::memories::{
     ForgetRequest, MemoryHitView, RecallMemoriesRequest, RestoreMemoryRequest,
 };
+use crate::state::AppState;
 use askama::Template;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};

@@ -28,24 +28,20 @@ mod memories;
 mod skills;
 
 use super::pages::{self, secure_headers};
-use super::{Site, guard};
-use crate::auth::Principal;
+use super::session::{self, PostRefusal};
+pub use super::session::{Ctx, see_other};
 use crate::error::ServiceError;
-use crate::rest::AppState;
-use crate::service::signin::SignedIn;
+use crate::http::limits::{FORM_LIMIT_BYTES, UPLOAD_LIMIT_BYTES};
 use crate::service::types::WorkspaceView;
+use crate::state::AppState;
 use askama::Template;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-
-/// Largest body of a skill save or an import (a revision holds up to 50 components of
-/// 128 KiB, sent as base64 or files, plus its body).
-pub const UPLOAD_LIMIT_BYTES: usize = 16 * 1024 * 1024;
 
 /// The console's own script.
 const SCRIPT: &str = include_str!("../../../templates/console/console.js");
@@ -53,14 +49,6 @@ const SCRIPT: &str = include_str!("../../../templates/console/console.js");
 /// The policy of every console page: nothing from another origin, scripts only from this
 /// server's files (no inline script, no `eval`), requests only back to it.
 pub const CONSOLE_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'";
-
-/// The signed-in person of a console request.
-pub struct Ctx {
-    pub who: SignedIn,
-    pub principal: Principal,
-    /// The form token of the session, put in every form.
-    pub token: String,
-}
 
 /// What every console page shows around its content.
 pub struct Chrome {
@@ -126,41 +114,15 @@ fn notice_text(code: &str) -> Option<&'static str> {
     })
 }
 
-/// The signed-in person, or the sign-in page that brings them back here.
-async fn signed(state: &AppState, headers: &HeaderMap, uri: &Uri) -> Result<Ctx, Response> {
-    match super::signed_in(state, headers).await {
-        Some((who, secret)) => Ok(Ctx {
-            principal: who.principal(),
-            token: guard::session_token(&secret),
-            who,
-        }),
-        None => {
-            let here = uri
-                .path_and_query()
-                .map(|p| p.as_str())
-                .unwrap_or("/console");
-            let query = serde_urlencoded::to_string([("next", here)]).unwrap_or_default();
-            Err(see_other(&format!("/login?{query}")))
-        }
-    }
-}
-
 /// A state-changing request: from this site, signed in, with the session's form token.
 pub async fn posted(state: &AppState, headers: &HeaderMap, token: &str) -> Result<Ctx, Response> {
-    let site = Site::new(&state.info.public_url);
-    guard::same_origin(headers, &site).map_err(refused)?;
-    let Some((who, secret)) = super::signed_in(state, headers).await else {
-        return Err(see_other("/login?next=%2Fconsole"));
-    };
-    let expected = guard::session_token(&secret);
-    if !guard::tokens_match(&expected, token) {
-        return Err(refused("the form does not belong to this session"));
-    }
-    Ok(Ctx {
-        principal: who.principal(),
-        token: expected,
-        who,
-    })
+    session::posted(state, headers, token)
+        .await
+        .map_err(|refusal| match refusal {
+            PostRefusal::CrossSite(reason) => refused(reason),
+            PostRefusal::SignedOut => see_other("/login?next=%2Fconsole"),
+            PostRefusal::ForeignForm => refused("the form does not belong to this session"),
+        })
 }
 
 fn refused(reason: &str) -> Response {
@@ -170,15 +132,6 @@ fn refused(reason: &str) -> Response {
         &format!("{reason}. Open the page again and resend the form."),
         "PERMISSION_DENIED",
     )
-}
-
-pub fn see_other(to: &str) -> Response {
-    let mut response = StatusCode::SEE_OTHER.into_response();
-    if let Ok(location) = HeaderValue::from_str(to) {
-        response.headers_mut().insert(header::LOCATION, location);
-    }
-    secure_headers(response.headers_mut());
-    response
 }
 
 /// `path?name=value&…` with each value encoded.
@@ -295,7 +248,9 @@ impl FromRequestParts<AppState> for Signed {
     type Rejection = Response;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
-        signed(state, &parts.headers, &parts.uri).await.map(Signed)
+        session::signed(state, &parts.headers, &parts.uri)
+            .await
+            .map(Signed)
     }
 }
 
@@ -370,7 +325,7 @@ pub fn routes() -> Router<AppState> {
         .route("/console/account/delete", post(account::delete))
         .route("/console/connect", get(connect::page))
         .route("/assets/console.js", get(script))
-        .layer(DefaultBodyLimit::max(super::FORM_LIMIT_BYTES));
+        .layer(DefaultBodyLimit::max(FORM_LIMIT_BYTES));
     let uploads = Router::new()
         .route("/console/skills/save", post(editor::save))
         .route("/console/import", post(import::submit))

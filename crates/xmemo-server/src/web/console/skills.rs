@@ -4,9 +4,9 @@
 //! Source Capsule download.
 
 use super::{Chrome, Ctx, Fields, Posted, Signed, failure, link, render, see_other, workspaces};
-use crate::rest::AppState;
 use crate::service::PageRequest;
 use crate::service::types::{PendingReview, RevisionSummary, WorkspaceView};
+use crate::state::AppState;
 use askama::Template;
 use axum::body::Bytes;
 use axum::extract::rejection::QueryRejection;

@@ -1,19 +1,40 @@
 //! The OAuth use-cases (SPEC §7): which client a `client_id` names, approving an
 //! authorization (a grant and its code), exchanging a code, rotating refresh tokens, revoking,
 //! the account's grants, and resolving an access token presented at `/mcp`. The endpoints in
-//! `crate::oauth` parse the protocol and render its answers; every rule is here.
+//! `crate::oauth` and the consent page (`web/consent.rs`) parse the protocol and render its
+//! answers; every rule is here:
+//!
+//! - `config.rs`: scopes, lifetimes, secret prefixes, the operator's client profiles;
+//! - `client.rs`: a client as the server knows it; `registration.rs`: what a client may
+//!   register (RFC 7591); `cimd.rs`: Client ID Metadata Documents (fetched, checked, cached);
+//! - `authorize.rs`: the checks of an authorization request; `redirect_uri.rs`, `pkce.rs`: the
+//!   rules for redirect URIs and PKCE S256;
+//! - `error.rs`: what a rule refuses, in OAuth's words (the transport picks the status).
 //!
 //! A grant is one approved consent and one token family: a code that is presented twice, or
 //! a refresh token presented after it was rotated, revokes the grant and so every token it
 //! led to.
 
+mod authorize;
+pub mod cimd;
+mod client;
+mod config;
+mod error;
+pub mod pkce;
+pub mod redirect_uri;
+mod registration;
+
+pub use authorize::{Authorization, AuthorizationParams, AuthorizationRefusal, MAX_STATE_BYTES};
+pub use client::{Client, clean_name};
+pub use config::*;
+pub use error::{OAuthError, OAuthErrorKind};
+pub use registration::parse_registration;
+
 use super::Service;
 use super::accounts::Audience;
 use super::page::{self, Page, PageRequest};
-use crate::auth::{Principal, hash_key};
+use crate::auth::{Principal, hash_key, tokens_match};
 use crate::error::{ServiceError, ServiceResult};
-use crate::oauth::error::OAuthError;
-use crate::oauth::{self, Client, cimd, pkce};
 use crate::throttle::{LimiterConfig, retry_after_secs};
 use base64::Engine;
 use rand::RngCore;
@@ -31,17 +52,6 @@ pub const DEFAULT_REGISTRATION_BUDGET: LimiterConfig = LimiterConfig {
     window: Duration::from_secs(3600),
     max_keys: LimiterConfig::DEFAULT_MAX_KEYS,
 };
-
-/// An authorization request that passed every check, as the consent page shows it and the
-/// approval stores it.
-#[derive(Debug, Clone)]
-pub struct Authorization {
-    pub client: Client,
-    pub redirect_uri: String,
-    pub scopes: Vec<String>,
-    pub resource: String,
-    pub code_challenge: String,
-}
 
 /// What the token endpoint hands out.
 #[derive(Debug, Clone)]
@@ -84,14 +94,14 @@ fn instant_after(d: Duration) -> String {
 /// The requested scopes (space-separated), defaulting to all; unknown ones are refused.
 pub fn parse_scope(scope: Option<&str>) -> Result<Vec<String>, OAuthError> {
     let Some(text) = scope.filter(|s| !s.trim().is_empty()) else {
-        return Ok(oauth::SCOPES.iter().map(|s| s.to_string()).collect());
+        return Ok(SCOPES.iter().map(|s| s.to_string()).collect());
     };
     let mut out: Vec<String> = Vec::new();
     for word in text.split_whitespace() {
-        if !oauth::SCOPES.contains(&word) {
+        if !SCOPES.contains(&word) {
             return Err(OAuthError::invalid_scope(format!(
                 "unknown scope `{word}`; this server has {}",
-                oauth::SCOPES.join(" ")
+                SCOPES.join(" ")
             )));
         }
         if !out.iter().any(|s| s == word) {
@@ -99,7 +109,7 @@ pub fn parse_scope(scope: Option<&str>) -> Result<Vec<String>, OAuthError> {
         }
     }
     // Stored and shown in one order whatever the client sent.
-    out.sort_by_key(|s| oauth::SCOPES.iter().position(|k| k == s));
+    out.sort_by_key(|s| SCOPES.iter().position(|k| k == s));
     Ok(out)
 }
 
@@ -156,7 +166,7 @@ impl Service {
         }
         self.registrations.record_failure(address);
         let secret =
-            (new.token_endpoint_auth_method != "none").then(|| secret(oauth::CLIENT_SECRET_PREFIX));
+            (new.token_endpoint_auth_method != "none").then(|| secret(CLIENT_SECRET_PREFIX));
         new.secret_hash = secret.as_deref().map(hash_key);
         let audit =
             AuditDraft::new("oauth.register", &Attribution::default()).details(serde_json::json!({
@@ -175,7 +185,7 @@ impl Service {
         principal: &Principal,
         request: &Authorization,
     ) -> ServiceResult<String> {
-        let code = secret(oauth::CODE_PREFIX);
+        let code = secret(CODE_PREFIX);
         let audit = AuditDraft::new("oauth.authorize", &principal.attribution()).details(
             serde_json::json!({
                 "client_id": request.client.client_id,
@@ -213,11 +223,7 @@ impl Service {
         client_id: &str,
         presented: &ClientSecret,
     ) -> Result<Client, OAuthError> {
-        let basic = matches!(presented, ClientSecret::Basic(_));
-        let fail = |why: &str| OAuthError {
-            basic_challenge: basic,
-            ..OAuthError::invalid_client(why.to_string())
-        };
+        let fail = |why: &str| OAuthError::invalid_client(why.to_string());
         let client = if cimd::is_document_url(client_id) {
             // Public, and usually still cached from the authorization request.
             self.client_documents
@@ -235,7 +241,7 @@ impl Service {
             | ("client_secret_post", ClientSecret::Post(s)) => client
                 .secret_hash
                 .as_deref()
-                .is_some_and(|h| crate::web::guard::tokens_match(h, &hash_key(s))),
+                .is_some_and(|h| tokens_match(h, &hash_key(s))),
             _ => false,
         };
         if !ok {
@@ -248,8 +254,8 @@ impl Service {
     }
 
     fn tokens_for(&self, client: &Client, scopes: &[String]) -> (IssuedTokens, Vec<NewOAuthToken>) {
-        let access = secret(oauth::ACCESS_PREFIX);
-        let refresh = client.may_refresh().then(|| secret(oauth::REFRESH_PREFIX));
+        let access = secret(ACCESS_PREFIX);
+        let refresh = client.may_refresh().then(|| secret(REFRESH_PREFIX));
         let mut rows = vec![NewOAuthToken {
             token_hash: hash_key(&access),
             kind: OAuthTokenKind::Access,
@@ -600,7 +606,7 @@ mod tests {
         );
         assert_eq!(parse_scope(Some("memory:read")).unwrap(), ["memory:read"]);
         assert_eq!(
-            parse_scope(Some("memory:admin")).unwrap_err().error,
+            parse_scope(Some("memory:admin")).unwrap_err().code(),
             "invalid_scope"
         );
         let mcp = "http://127.0.0.1:8420/mcp";
@@ -612,7 +618,7 @@ mod tests {
             "https://evil.example/mcp",
         ] {
             assert_eq!(
-                check_resource(Some(other), mcp).unwrap_err().error,
+                check_resource(Some(other), mcp).unwrap_err().code(),
                 "invalid_target"
             );
         }

@@ -1,17 +1,20 @@
-//! `GET /oauth/authorize` and the consent form it leads to (`POST /oauth/authorize`).
+//! `GET /oauth/authorize` and the consent form it leads to (`POST /oauth/authorize`): the
+//! OAuth authorization endpoint is a page a person sees.
 //!
-//! Code flow only, PKCE S256 required, the redirect URI matched exactly (a loopback one on
-//! any port), `state` echoed and `iss` added to every answer sent back to the client
-//! (RFC 9207), `resource` bound to this server's `/mcp` (RFC 8707). Until the client and its
-//! redirect URI are known to be good, nothing is sent there: the browser gets a page. A
-//! person who is not signed in signs in first and comes back here.
+//! The service checks the request (`service/oauth/authorize.rs`: code flow, PKCE S256, the
+//! redirect URI, `state`, scopes, `resource`); this page shows the consent form, and answers
+//! the client at its redirect URI with `state` echoed and `iss` added (RFC 9207). Until the
+//! client and its redirect URI are known to be good, nothing is sent there: the browser gets
+//! a page. A person who is not signed in signs in first and comes back here; the form passes
+//! the same session and form-token checks as every console form (`session.rs`).
 
-use super::redirect_uri;
-use crate::oauth::error::OAuthError;
-use crate::rest::AppState;
-use crate::service::oauth::{Authorization, check_resource, parse_scope};
-use crate::web::pages::{self, html};
-use crate::web::{Site, guard};
+use super::pages::{self, html};
+use super::session::{self, PostRefusal};
+use crate::service::oauth::{
+    Authorization, AuthorizationParams, AuthorizationRefusal, OAuthError, OAuthErrorKind,
+    redirect_uri,
+};
+use crate::state::AppState;
 use askama::Template;
 use axum::extract::rejection::{FormRejection, QueryRejection};
 use axum::extract::{Form, Query, State};
@@ -62,13 +65,6 @@ fn scope_text(scope: &str) -> &'static str {
     }
 }
 
-/// Why a request is refused: before the redirect URI is trusted a page, after it an error
-/// sent back to the client.
-enum Refusal {
-    Page(String),
-    Redirect(Response),
-}
-
 fn back_to_client(
     redirect_uri: &str,
     pairs: &[(&str, &str)],
@@ -108,7 +104,7 @@ fn error_redirect(
     status: StatusCode,
 ) -> Response {
     let mut pairs = vec![
-        ("error", e.error),
+        ("error", e.code()),
         ("error_description", e.description.as_str()),
     ];
     if let Some(s) = state {
@@ -117,78 +113,40 @@ fn error_redirect(
     back_to_client(redirect_uri, &pairs, issuer, status)
 }
 
-/// Every check of an authorization request, in order.
-async fn check(state: &AppState, p: &Params) -> Result<Authorization, Refusal> {
-    let Some(client_id) = p.client_id.as_deref().filter(|c| !c.is_empty()) else {
-        return Err(Refusal::Page("the request names no client_id".into()));
-    };
-    let client = state
-        .service
-        .oauth_client(client_id)
-        .await
-        .map_err(|e| Refusal::Page(e.description))?;
-    let redirect = match p.redirect_uri.as_deref() {
-        Some(uri) => match client.redirect_uri_for(uri) {
-            Some(_) => uri.to_string(),
-            None => {
-                return Err(Refusal::Page(format!(
-                    "redirect_uri `{uri}` is not registered for this client"
-                )));
-            }
-        },
-        None if client.redirect_uris.len() == 1 => client.redirect_uris[0].clone(),
-        None => {
-            return Err(Refusal::Page(
-                "redirect_uri is required: this client registered several".into(),
-            ));
+impl Params {
+    fn authorization(&self) -> AuthorizationParams<'_> {
+        AuthorizationParams {
+            response_type: self.response_type.as_deref(),
+            client_id: self.client_id.as_deref(),
+            redirect_uri: self.redirect_uri.as_deref(),
+            scope: self.scope.as_deref(),
+            state: self.state.as_deref(),
+            code_challenge: self.code_challenge.as_deref(),
+            code_challenge_method: self.code_challenge_method.as_deref(),
+            resource: self.resource.as_deref(),
         }
-    };
-    let issuer = super::issuer(&state.info);
-    let fail = |e: OAuthError| {
-        Refusal::Redirect(error_redirect(
-            &redirect,
-            p.state.as_deref(),
-            &e,
-            &issuer,
-            StatusCode::FOUND,
-        ))
-    };
-    if p.response_type.as_deref() != Some("code") {
-        return Err(fail(OAuthError::new(
-            "unsupported_response_type",
-            "only response_type=code is supported",
-        )));
     }
-    let Some(challenge) = p.code_challenge.as_deref().filter(|c| !c.is_empty()) else {
-        return Err(fail(OAuthError::invalid_request(
-            "code_challenge is required (PKCE with S256)",
-        )));
-    };
-    if p.code_challenge_method.as_deref() != Some("S256") {
-        return Err(fail(OAuthError::invalid_request(
-            "code_challenge_method must be S256 (plain is not accepted)",
-        )));
-    }
-    if !super::pkce::valid_challenge(challenge) {
-        return Err(fail(OAuthError::invalid_request(
-            "code_challenge must be the base64url SHA-256 of the verifier (43 characters)",
-        )));
-    }
-    if p.state.as_deref().is_some_and(|s| s.len() > 2048) {
-        return Err(fail(OAuthError::invalid_request(
-            "state is longer than 2048 bytes",
-        )));
-    }
-    let scopes = parse_scope(p.scope.as_deref()).map_err(fail)?;
-    let resource =
-        check_resource(p.resource.as_deref(), &super::mcp_resource(&state.info)).map_err(fail)?;
-    Ok(Authorization {
-        client,
-        redirect_uri: redirect,
-        scopes,
-        resource,
-        code_challenge: challenge.to_string(),
-    })
+}
+
+/// The service's checks of the request; a refusal as the page or the redirect it leads to.
+async fn check(state: &AppState, p: &Params) -> Result<Authorization, Response> {
+    state
+        .service
+        .check_authorization(&p.authorization(), &state.info.mcp_resource())
+        .await
+        .map_err(|refusal| match refusal {
+            AuthorizationRefusal::Untrusted(message) => bad_request(&message),
+            AuthorizationRefusal::ToClient {
+                redirect_uri,
+                error,
+            } => error_redirect(
+                &redirect_uri,
+                p.state.as_deref(),
+                &error,
+                &state.info.issuer(),
+                StatusCode::FOUND,
+            ),
+        })
 }
 
 fn bad_request(message: &str) -> Response {
@@ -241,28 +199,12 @@ pub async fn start(
     };
     let request = match check(&state, &p).await {
         Ok(r) => r,
-        Err(Refusal::Page(m)) => return bad_request(&m),
-        Err(Refusal::Redirect(r)) => return r,
+        Err(refusal) => return refusal,
     };
-    let Some((who, secret)) = crate::web::signed_in(&state, &headers).await else {
-        let here = uri
-            .path_and_query()
-            .map(|pq| pq.as_str().to_string())
-            .unwrap_or_else(|| "/oauth/authorize".into());
-        let to = format!("/login?next={}", urlencode(&here));
-        let mut response = StatusCode::SEE_OTHER.into_response();
-        if let Ok(location) = HeaderValue::from_str(&to) {
-            response.headers_mut().insert(header::LOCATION, location);
-        }
-        pages::secure_headers(response.headers_mut());
-        return response;
-    };
-    consent(
-        &request,
-        &p,
-        &who.account.handle,
-        guard::session_token(&secret),
-    )
+    match session::signed(&state, &headers, &uri).await {
+        Ok(signed) => consent(&request, &p, &signed.who.account.handle, signed.token),
+        Err(sign_in) => sign_in,
+    }
 }
 
 pub async fn decide(
@@ -270,31 +212,36 @@ pub async fn decide(
     headers: HeaderMap,
     form: Result<Form<Params>, FormRejection>,
 ) -> Response {
-    let site = Site::new(&state.info.public_url);
-    if let Err(reason) = guard::same_origin(&headers, &site) {
-        return refused(reason);
-    }
+    let token = form
+        .as_ref()
+        .ok()
+        .and_then(|Form(p)| p.csrf.as_deref())
+        .unwrap_or("");
+    let signed = match session::posted(&state, &headers, token).await {
+        Ok(signed) => signed,
+        Err(PostRefusal::CrossSite(reason)) => return refused(reason),
+        Err(_) if form.is_err() => return bad_request("the consent form could not be read"),
+        Err(PostRefusal::SignedOut) => {
+            return refused("you are not signed in any more; start connecting the app again");
+        }
+        Err(PostRefusal::ForeignForm) => {
+            return refused("the consent form does not belong to this session");
+        }
+    };
     let Ok(Form(p)) = form else {
         return bad_request("the consent form could not be read");
     };
-    let Some((who, secret)) = crate::web::signed_in(&state, &headers).await else {
-        return refused("you are not signed in any more; start connecting the app again");
-    };
-    if !guard::tokens_match(
-        &guard::session_token(&secret),
-        p.csrf.as_deref().unwrap_or(""),
-    ) {
-        return refused("the consent form does not belong to this session");
-    }
     let request = match check(&state, &p).await {
         Ok(r) => r,
-        Err(Refusal::Page(m)) => return bad_request(&m),
-        Err(Refusal::Redirect(r)) => return r,
+        Err(refusal) => return refusal,
     };
-    let issuer = super::issuer(&state.info);
+    let issuer = state.info.issuer();
     let state_param = p.state.as_deref();
     if p.decision.as_deref() != Some("approve") {
-        let denied = OAuthError::new("access_denied", "the person denied the request");
+        let denied = OAuthError::new(
+            OAuthErrorKind::AccessDenied,
+            "the person denied the request",
+        );
         return error_redirect(
             &request.redirect_uri,
             state_param,
@@ -305,7 +252,7 @@ pub async fn decide(
     }
     match state
         .service
-        .approve_authorization(&who.principal(), &request)
+        .approve_authorization(&signed.principal, &request)
         .await
     {
         Ok(code) => {
@@ -337,16 +284,4 @@ fn refused(reason: &str) -> Response {
         &format!("{reason}."),
         "PERMISSION_DENIED",
     )
-}
-
-fn urlencode(s: &str) -> String {
-    let mut out = String::new();
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || b"-_.~/".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }

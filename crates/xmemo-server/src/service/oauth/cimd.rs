@@ -6,7 +6,7 @@
 //! in a small in-memory cache (what its `Cache-Control` allows, 5 minutes by default, an hour
 //! at most; 256 documents).
 
-use super::Client;
+use super::client::{Client, clean_name};
 use super::error::OAuthError;
 use crate::fetch::{FetchConfig, FetchError};
 use reqwest::Url;
@@ -145,7 +145,7 @@ pub fn parse_document(client_id: &str, bytes: &[u8]) -> Result<Client, OAuthErro
         .unwrap_or_else(|| vec!["authorization_code".to_string()]);
     Ok(Client {
         client_id: client_id.to_string(),
-        name: super::clean_name(name),
+        name: clean_name(name),
         redirect_uris,
         auth_method: "none".into(),
         secret_hash: None,

@@ -26,7 +26,7 @@ pub fn s256(verifier: &str) -> String {
 
 /// Whether `verifier` is the one `challenge` was made from.
 pub fn matches(verifier: &str, challenge: &str) -> bool {
-    valid_verifier(verifier) && crate::web::guard::tokens_match(challenge, &s256(verifier))
+    valid_verifier(verifier) && crate::auth::tokens_match(challenge, &s256(verifier))
 }
 
 #[cfg(test)]
