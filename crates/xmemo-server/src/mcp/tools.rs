@@ -7,19 +7,13 @@ use super::memory_tools;
 use crate::auth::Principal;
 use crate::error::{ServiceError, ServiceResult};
 use crate::service::Service;
+use crate::service::schema::input_schema;
 use crate::service::types::{ExecuteRequest, RecallRequest, SaveRequest, ToolResult};
 use futures::future::BoxFuture;
 use rmcp::model::{CallToolResult, JsonObject, Tool, ToolAnnotations};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use std::sync::{Arc, LazyLock};
-use xmemo_core::limits::{
-    COMPONENT_CONTENT_MAX_CHARS, COMPONENT_MAX_BYTES, DESCRIPTION_MAX_CHARS,
-    EXECUTE_TIMEOUT_DEFAULT_SECONDS, EXECUTE_TIMEOUT_MAX_SECONDS, EXECUTE_TIMEOUT_MIN_SECONDS,
-    INSTRUCTION_BODY_MAX_BYTES, LOGICAL_PATH_MAX_BYTES, MAX_COMPONENTS, NAME_MAX_CHARS,
-    QUERY_MAX_CHARS, SEARCH_LIMIT_DEFAULT, SEARCH_LIMIT_MAX, SEARCH_LIMIT_MIN, SLUG_MAX_CHARS,
-};
-use xmemo_core::validate::SLUG_PATTERN;
 
 /// Runs a tool for an authenticated caller with the raw `arguments` object.
 pub type ToolFn =
@@ -33,12 +27,55 @@ pub struct ToolDef {
     pub scope: xmemo_core::Scope,
     pub title: &'static str,
     pub description: &'static str,
+    /// Derived from the request struct `run` parses the arguments into
+    /// ([`input_schema`]), so the schema served is what the parser accepts.
     pub input_schema: fn() -> Value,
-    pub annotations: fn() -> ToolAnnotations,
+    pub hints: Hints,
     /// In no profile unless the operator names the profile in `execute_profiles`.
     pub operator_enabled: bool,
     pub run: ToolFn,
 }
+
+/// What a tool does to the user's data, as MCP tool annotations say it. No tool of this server
+/// deletes anything (forgetting is soft, saving appends) or reaches outside it.
+#[derive(Debug, Clone, Copy)]
+pub struct Hints {
+    pub read_only: bool,
+    /// Calling it again with the same arguments changes nothing more.
+    pub idempotent: bool,
+}
+
+impl Hints {
+    fn annotations(self, title: &str) -> ToolAnnotations {
+        ToolAnnotations::with_title(title)
+            .read_only(self.read_only)
+            .destructive(false)
+            .idempotent(self.idempotent)
+            .open_world(false)
+    }
+}
+
+/// A [`ToolFn`] that parses the arguments into `$request` (a shape error is VALIDATION_ERROR
+/// naming the tool) and runs `$call` on it.
+macro_rules! tool_fn {
+    ($tool:literal, $request:ty, |$service:ident, $principal:ident, $req:ident| $call:expr) => {{
+        fn run<'a>(
+            $service: &'a $crate::service::Service,
+            $principal: &'a $crate::auth::Principal,
+            args: ::rmcp::model::JsonObject,
+        ) -> ::futures::future::BoxFuture<
+            'a,
+            $crate::error::ServiceResult<$crate::service::types::ToolResult>,
+        > {
+            Box::pin(async move {
+                let $req: $request = $crate::mcp::tools::parse_args($tool, args)?;
+                $call
+            })
+        }
+        run
+    }};
+}
+pub(super) use tool_fn;
 
 impl std::fmt::Debug for ToolDef {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -64,7 +101,7 @@ impl ToolDef {
         };
         Tool::new(self.name, self.description, Arc::new(schema))
             .with_title(self.title)
-            .with_annotations((self.annotations)())
+            .with_annotations(self.hints.annotations(self.title))
     }
 }
 
@@ -146,76 +183,18 @@ Level 2, read one file: pass `slug`, the `revision_id` returned by Level 1 and `
 revision pin is required so a workflow never mixes files of different versions.\n\
 If a slug exists in several of your workspaces the result is AMBIGUOUS_SLUG listing the \
 candidates: call again with `workspace`.",
-    input_schema: recall_schema,
-    annotations: recall_annotations,
+    input_schema: input_schema::<RecallRequest>,
+    hints: Hints {
+        read_only: true,
+        idempotent: true,
+    },
     operator_enabled: false,
-    run: run_recall,
+    run: tool_fn!(
+        "recall_cloud_skill",
+        RecallRequest,
+        |service, principal, req| service.recall(principal, req).await
+    ),
 };
-
-fn run_recall<'a>(
-    service: &'a Service,
-    principal: &'a Principal,
-    args: JsonObject,
-) -> BoxFuture<'a, ServiceResult<ToolResult>> {
-    Box::pin(async move {
-        let req: RecallRequest = parse_args("recall_cloud_skill", args)?;
-        service.recall(principal, req).await
-    })
-}
-
-fn recall_annotations() -> ToolAnnotations {
-    ToolAnnotations::with_title("Recall a Cloud Skill")
-        .read_only(true)
-        .idempotent(true)
-        .destructive(false)
-        .open_world(false)
-}
-
-/// A slug argument: the rule and bound of `validate_slug`.
-pub(super) fn slug_schema(description: &str) -> Value {
-    json!({
-        "type": "string",
-        "pattern": SLUG_PATTERN, "minLength": 1, "maxLength": SLUG_MAX_CHARS,
-        "description": description
-    })
-}
-
-/// A logical path argument (`validate_logical_path`'s bound, in bytes, is an upper bound
-/// on its characters).
-fn logical_path_schema(description: &str) -> Value {
-    json!({
-        "type": "string", "minLength": 1, "maxLength": LOGICAL_PATH_MAX_BYTES,
-        "description": description
-    })
-}
-
-fn recall_schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "query": {
-                "type": "string", "minLength": 1, "maxLength": QUERY_MAX_CHARS,
-                "description": "Level 0: words describing the task, e.g. \"deploy the billing service\". Do not combine with `slug`."
-            },
-            "limit": {
-                "type": "integer", "minimum": SEARCH_LIMIT_MIN, "maximum": SEARCH_LIMIT_MAX,
-                "default": SEARCH_LIMIT_DEFAULT,
-                "description": format!("Level 0: how many descriptors to return (default {SEARCH_LIMIT_DEFAULT}).")
-            },
-            "slug": slug_schema("Levels 1 and 2: the skill's slug as returned by Level 0, e.g. \"deploy-procedure\"."),
-            "revision_id": {
-                "type": "string",
-                "description": "Level 1: load this exact revision instead of the published/latest one. Level 2: required, the revision_id returned by Level 1."
-            },
-            "resource": logical_path_schema("Level 2: the logical_path of one resource listed by Level 1, e.g. \"scripts/check.py\"."),
-            "workspace": {
-                "type": "string", "minLength": 1,
-                "description": "Optional: limit to one workspace (\"personal\", a team handle or a workspace id). Needed when a slug is ambiguous."
-            }
-        },
-        "additionalProperties": false
-    })
-}
 
 // ---------------------------------------------------------------------------------------------
 // save_cloud_skill
@@ -237,94 +216,19 @@ Pass `expected_revision_id` (the revision your edit is based on, from recall Lev
 overwriting a newer revision: if it is stale the result is CONFLICT and nothing is written.\n\
 Attach supporting files as `components`; binary content goes base64-encoded with \
 `encoding: \"base64\"`.",
-    input_schema: save_schema,
-    annotations: save_annotations,
-    operator_enabled: false,
-    run: run_save,
-};
-
-fn run_save<'a>(
-    service: &'a Service,
-    principal: &'a Principal,
-    args: JsonObject,
-) -> BoxFuture<'a, ServiceResult<ToolResult>> {
-    Box::pin(async move {
-        let req: SaveRequest = parse_args("save_cloud_skill", args)?;
-        service.save(principal, req).await.map(ToolResult::Saved)
-    })
-}
-
-fn save_annotations() -> ToolAnnotations {
+    input_schema: input_schema::<SaveRequest>,
     // Append-only (never overwrites), and saving identical content creates nothing.
-    ToolAnnotations::with_title("Save a Cloud Skill")
-        .read_only(false)
-        .destructive(false)
-        .idempotent(true)
-        .open_world(false)
-}
-
-fn save_schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "slug": slug_schema("Stable identifier: lowercase words joined by hyphens, e.g. \"release-checklist\"."),
-            "name": {
-                "type": "string", "minLength": 1, "maxLength": NAME_MAX_CHARS,
-                "description": "Display name. Required on the first save of a slug."
-            },
-            "description": {
-                "type": "string", "minLength": 1, "maxLength": DESCRIPTION_MAX_CHARS,
-                "description": "One or two sentences saying what the skill does and when to use it (this is what Level 0 search shows). Required on the first save of a slug."
-            },
-            "instruction_body": {
-                "type": "string", "minLength": 1, "maxLength": INSTRUCTION_BODY_MAX_BYTES,
-                "description": format!("The procedure itself, in Markdown: the steps an agent should follow (at most {INSTRUCTION_BODY_MAX_BYTES} bytes of UTF-8).")
-            },
-            "components": {
-                "type": "array", "maxItems": MAX_COMPONENTS,
-                "description": "Supporting files of this revision (replaces the previous revision's set).",
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "logical_path": logical_path_schema("Relative POSIX path, e.g. \"scripts/check.py\" or \"references/api.md\"."),
-                        "type": {
-                            "type": "string",
-                            "enum": ["reference", "example", "template", "document", "artifact", "script"]
-                        },
-                        "content": {
-                            "type": "string", "maxLength": COMPONENT_CONTENT_MAX_CHARS,
-                            "description": format!("File content (at most {COMPONENT_MAX_BYTES} bytes once decoded).")
-                        },
-                        "encoding": {
-                            "type": "string", "enum": ["utf-8", "base64"],
-                            "description": "How `content` is encoded (default utf-8)."
-                        }
-                    },
-                    "required": ["logical_path", "type", "content"],
-                    "additionalProperties": false
-                }
-            },
-            "metadata": {
-                "type": "object",
-                "description": "Extra SKILL.md frontmatter fields (license, compatibility, allowed-tools, metadata…)."
-            },
-            "intent": {
-                "type": "string", "enum": ["draft", "publish"],
-                "description": "\"draft\" (default) or \"publish\"."
-            },
-            "workspace": {
-                "type": "string", "minLength": 1,
-                "description": "Where to save: \"personal\" (default) or a team handle."
-            },
-            "expected_revision_id": {
-                "type": "string",
-                "description": "Optimistic concurrency: the latest revision_id you know of; a stale value is refused with CONFLICT."
-            }
-        },
-        "required": ["slug", "instruction_body"],
-        "additionalProperties": false
-    })
-}
+    hints: Hints {
+        read_only: false,
+        idempotent: true,
+    },
+    operator_enabled: false,
+    run: tool_fn!(
+        "save_cloud_skill",
+        SaveRequest,
+        |service, principal, req| service.save(principal, req).await.map(ToolResult::Saved)
+    ),
+};
 
 // ---------------------------------------------------------------------------------------------
 // execute_cloud_skill (in no profile unless the operator enables it)
@@ -338,54 +242,23 @@ sandbox (no network, read-only files, time and memory limits) and return its exi
 (parsed as JSON into `output_data` when it is JSON) and stderr. Pass the `revision_id` from \
 recall_cloud_skill Level 1 and the script's `logical_path` as `script_path`; `input_args` \
 arrive as JSON on the script's stdin.",
-    input_schema: execute_schema,
-    annotations: execute_annotations,
+    input_schema: input_schema::<ExecuteRequest>,
+    hints: Hints {
+        read_only: false,
+        idempotent: false,
+    },
     operator_enabled: true,
-    run: run_execute,
+    run: tool_fn!(
+        "execute_cloud_skill",
+        ExecuteRequest,
+        |service, principal, req| {
+            service
+                .execute(principal, req)
+                .await
+                .map(|r| ToolResult::Execution(Box::new(r)))
+        }
+    ),
 };
-
-fn run_execute<'a>(
-    service: &'a Service,
-    principal: &'a Principal,
-    args: JsonObject,
-) -> BoxFuture<'a, ServiceResult<ToolResult>> {
-    Box::pin(async move {
-        let req: ExecuteRequest = parse_args("execute_cloud_skill", args)?;
-        service
-            .execute(principal, req)
-            .await
-            .map(|r| ToolResult::Execution(Box::new(r)))
-    })
-}
-
-fn execute_annotations() -> ToolAnnotations {
-    ToolAnnotations::with_title("Run a Cloud Skill script")
-        .read_only(false)
-        .destructive(false)
-        .idempotent(false)
-        .open_world(false)
-}
-
-fn execute_schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "slug": slug_schema("The skill's slug."),
-            "revision_id": { "type": "string", "minLength": 1, "description": "The pinned revision (from recall Level 1)." },
-            "script_path": logical_path_schema("logical_path of a `script` component of that revision."),
-            "input_args": { "type": "object", "description": "JSON object passed to the script on stdin." },
-            "timeout_seconds": {
-                "type": "integer",
-                "minimum": EXECUTE_TIMEOUT_MIN_SECONDS, "maximum": EXECUTE_TIMEOUT_MAX_SECONDS,
-                "default": EXECUTE_TIMEOUT_DEFAULT_SECONDS,
-                "description": format!("Wall-clock limit in seconds (default {EXECUTE_TIMEOUT_DEFAULT_SECONDS}).")
-            },
-            "workspace": { "type": "string", "minLength": 1, "description": "Optional workspace (\"personal\", a team handle or id)." }
-        },
-        "required": ["slug", "revision_id", "script_path"],
-        "additionalProperties": false
-    })
-}
 
 #[cfg(test)]
 mod tests {

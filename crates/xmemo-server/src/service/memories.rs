@@ -4,11 +4,14 @@
 
 use super::Service;
 use super::access::Access;
+use super::schema;
 use crate::auth::Principal;
 use crate::error::{ServiceError, ServiceResult};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use xmemo_core::limits::{
-    MEMORY_RECALL_LIMIT_DEFAULT, MEMORY_RECALL_LIMIT_MAX, MEMORY_RECALL_LIMIT_MIN, QUERY_MAX_CHARS,
+    MEMORY_CONTENT_MAX_BYTES, MEMORY_RECALL_LIMIT_DEFAULT, MEMORY_RECALL_LIMIT_MAX,
+    MEMORY_RECALL_LIMIT_MIN, MEMORY_TITLE_MAX_CHARS, NOTE_MAX_CHARS, QUERY_MAX_CHARS,
 };
 use xmemo_core::memory::{
     MemoryContent, excerpt, memory_content_hash, normalize_tags, validate_memory,
@@ -18,60 +21,153 @@ use xmemo_store::{
     AuditDraft, Memory, MemoryQuery, MemoryStatusChange, MemoryUpdate, MemoryVersion, NewMemory,
 };
 
-#[derive(Debug, Clone, Deserialize)]
+/// A `memory_id` argument.
+const MEMORY_ID: &str = "The memory_id returned by remember or recall.";
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RememberRequest {
+    #[schemars(
+        schema_with = "schema::memory_kind",
+        description = "preference, fact, decision, todo, progress or note."
+    )]
     pub kind: MemoryKind,
+    #[schemars(
+        length(min = 1, max = MEMORY_CONTENT_MAX_BYTES),
+        description = format!("What to remember, in plain words (at most {MEMORY_CONTENT_MAX_BYTES} bytes of UTF-8).")
+    )]
     pub content: String,
+    #[schemars(
+        length(min = 1, max = MEMORY_TITLE_MAX_CHARS),
+        description = "A short title (optional)."
+    )]
     pub title: Option<String>,
+    #[serde(default)]
+    #[schemars(
+        schema_with = "schema::tags",
+        description = "Tags to find it by (optional)."
+    )]
     pub tags: Option<Vec<String>>,
+    #[serde(default)]
+    #[schemars(
+        schema_with = "schema::slug",
+        description = "The project it applies to, e.g. the repository name (optional; omit for workspace-wide memories)."
+    )]
     pub project: Option<String>,
     /// RFC 3339; the memory is no longer recalled from then on.
+    #[serde(default)]
+    #[schemars(
+        schema_with = "schema::instant",
+        description = "RFC 3339 instant after which it is no longer recalled (optional)."
+    )]
     pub expires_at: Option<String>,
+    #[schemars(
+        length(min = 1),
+        description = "\"personal\" (default) or a team handle."
+    )]
     pub workspace: Option<String>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RecallMemoriesRequest {
+    #[schemars(
+        length(min = 1, max = QUERY_MAX_CHARS),
+        description = "Words to search titles, contents and tags for."
+    )]
     pub query: Option<String>,
     /// Read one memory by id (every other argument but `full` is then refused).
+    #[schemars(length(min = 1), description = MEMORY_ID)]
     pub memory_id: Option<String>,
+    #[serde(default)]
+    #[schemars(schema_with = "schema::memory_kind")]
     pub kind: Option<MemoryKind>,
+    #[serde(default)]
+    #[schemars(
+        schema_with = "schema::tags",
+        description = "Only memories carrying every one of these tags."
+    )]
     pub tags: Option<Vec<String>>,
+    #[serde(default)]
+    #[schemars(
+        schema_with = "schema::slug",
+        description = "Only memories of this project."
+    )]
     pub project: Option<String>,
+    #[schemars(
+        length(min = 1),
+        description = "Only memories saved by this agent instance (XMEMO_AGENT_INSTANCE_ID)."
+    )]
     pub agent_instance_id: Option<String>,
+    #[serde(default)]
+    #[schemars(
+        schema_with = "schema::instant",
+        description = "Only memories changed at or after this instant."
+    )]
     pub since: Option<String>,
+    #[serde(default)]
+    #[schemars(
+        schema_with = "schema::instant",
+        description = "Only memories changed at or before this instant."
+    )]
     pub until: Option<String>,
+    #[schemars(description = "Also recall forgotten memories (default false).")]
     pub include_forgotten: Option<bool>,
+    #[schemars(
+        range(min = MEMORY_RECALL_LIMIT_MIN, max = MEMORY_RECALL_LIMIT_MAX),
+        extend("default" = MEMORY_RECALL_LIMIT_DEFAULT),
+        description = format!("How many memories at most (default {MEMORY_RECALL_LIMIT_DEFAULT}).")
+    )]
     pub limit: Option<i64>,
     /// Whole contents instead of excerpts.
+    #[schemars(description = "Whole contents instead of excerpts (default false).")]
     pub full: Option<bool>,
+    #[schemars(
+        length(min = 1),
+        description = "Only this workspace (\"personal\" or a team handle); default: every workspace you can read."
+    )]
     pub workspace: Option<String>,
 }
 
 /// The next version of a memory: fields left out keep their current value.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpdateMemoryRequest {
+    #[schemars(length(min = 1), description = MEMORY_ID)]
     pub memory_id: String,
+    #[schemars(range(min = 1), description = "The version the change is based on.")]
     pub expected_version: i64,
+    #[schemars(length(min = 1, max = MEMORY_CONTENT_MAX_BYTES))]
     pub content: Option<String>,
+    #[schemars(length(min = 1, max = MEMORY_TITLE_MAX_CHARS))]
     pub title: Option<String>,
+    #[serde(default)]
+    #[schemars(
+        schema_with = "schema::tags",
+        description = "The new set of tags (replaces the old one)."
+    )]
     pub tags: Option<Vec<String>>,
+    #[serde(default)]
+    #[schemars(schema_with = "schema::memory_kind")]
     pub kind: Option<MemoryKind>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ForgetRequest {
+    #[schemars(length(min = 1), description = MEMORY_ID)]
     pub memory_id: String,
+    #[schemars(
+        length(max = NOTE_MAX_CHARS),
+        description = "Why it is forgotten (optional, recorded)."
+    )]
     pub reason: Option<String>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RestoreMemoryRequest {
+    #[schemars(length(min = 1), description = MEMORY_ID)]
     pub memory_id: String,
 }
 

@@ -12,6 +12,7 @@ pub mod oauth;
 mod packages;
 pub mod page;
 mod recall;
+pub mod schema;
 mod served;
 pub mod signin;
 mod skills;

@@ -1,11 +1,20 @@
 //! Request and result shapes shared by every transport (REST, MCP, CLI over REST).
 
+use super::schema;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use xmemo_core::limits::{
+    COMPONENT_CONTENT_MAX_CHARS, COMPONENT_MAX_BYTES, DESCRIPTION_MAX_CHARS,
+    EXECUTE_TIMEOUT_DEFAULT_SECONDS, EXECUTE_TIMEOUT_MAX_SECONDS, EXECUTE_TIMEOUT_MIN_SECONDS,
+    INSTRUCTION_BODY_MAX_BYTES, LOGICAL_PATH_MAX_BYTES, MAX_COMPONENTS, NAME_MAX_CHARS,
+    QUERY_MAX_CHARS, SEARCH_LIMIT_DEFAULT, SEARCH_LIMIT_MAX, SEARCH_LIMIT_MIN,
+};
 use xmemo_core::{AssetStatus, ComponentManifest, ComponentType, RevisionStatus, SaveIntent};
 use xmemo_store::{Attribution, Revision};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+/// How a component's `content` is encoded (default utf-8).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 pub enum ContentEncoding {
     #[default]
     #[serde(rename = "utf-8")]
@@ -14,30 +23,77 @@ pub enum ContentEncoding {
     Base64,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ComponentRequest {
+    #[schemars(
+        length(min = 1, max = LOGICAL_PATH_MAX_BYTES),
+        description = "Relative POSIX path, e.g. \"scripts/check.py\" or \"references/api.md\"."
+    )]
     pub logical_path: String,
     #[serde(rename = "type")]
+    #[schemars(schema_with = "schema::component_type")]
     pub component_type: ComponentType,
+    #[schemars(
+        length(max = COMPONENT_CONTENT_MAX_CHARS),
+        description = format!("File content (at most {COMPONENT_MAX_BYTES} bytes once decoded).")
+    )]
     pub content: String,
     #[serde(default)]
+    #[schemars(description = "How `content` is encoded (default utf-8).")]
     pub encoding: ContentEncoding,
 }
 
 /// `save_cloud_skill` arguments (SPEC §4).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SaveRequest {
+    #[schemars(
+        schema_with = "schema::slug",
+        description = "Stable identifier: lowercase words joined by hyphens, e.g. \"release-checklist\"."
+    )]
     pub slug: String,
+    #[schemars(
+        length(min = 1, max = NAME_MAX_CHARS),
+        description = "Display name. Required on the first save of a slug."
+    )]
     pub name: Option<String>,
+    #[schemars(
+        length(min = 1, max = DESCRIPTION_MAX_CHARS),
+        description = "One or two sentences saying what the skill does and when to use it (this is what Level 0 search shows). Required on the first save of a slug."
+    )]
     pub description: Option<String>,
+    #[schemars(
+        length(min = 1, max = INSTRUCTION_BODY_MAX_BYTES),
+        description = format!("The procedure itself, in Markdown: the steps an agent should follow (at most {INSTRUCTION_BODY_MAX_BYTES} bytes of UTF-8).")
+    )]
     pub instruction_body: String,
     #[serde(default)]
+    #[schemars(
+        length(max = MAX_COMPONENTS),
+        description = "Supporting files of this revision (replaces the previous revision's set)."
+    )]
     pub components: Vec<ComponentRequest>,
+    #[serde(default)]
+    #[schemars(
+        schema_with = "schema::object",
+        description = "Extra SKILL.md frontmatter fields (license, compatibility, allowed-tools, metadata…)."
+    )]
     pub metadata: Option<Map<String, Value>>,
+    #[serde(default)]
+    #[schemars(
+        schema_with = "schema::save_intent",
+        description = "\"draft\" (default) or \"publish\"."
+    )]
     pub intent: Option<SaveIntent>,
+    #[schemars(
+        length(min = 1),
+        description = "Where to save: \"personal\" (default) or a team handle."
+    )]
     pub workspace: Option<String>,
+    #[schemars(
+        description = "Optimistic concurrency: the latest revision_id you know of; a stale value is refused with CONFLICT."
+    )]
     pub expected_revision_id: Option<String>,
 }
 
@@ -54,14 +110,39 @@ pub struct Saved {
 }
 
 /// `recall_cloud_skill` arguments (SPEC §3); the level follows from which are present.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RecallRequest {
+    #[schemars(
+        length(min = 1, max = QUERY_MAX_CHARS),
+        description = "Level 0: words describing the task, e.g. \"deploy the billing service\". Do not combine with `slug`."
+    )]
     pub query: Option<String>,
+    #[schemars(
+        range(min = SEARCH_LIMIT_MIN, max = SEARCH_LIMIT_MAX),
+        extend("default" = SEARCH_LIMIT_DEFAULT),
+        description = format!("Level 0: how many descriptors to return (default {SEARCH_LIMIT_DEFAULT}).")
+    )]
     pub limit: Option<i64>,
+    #[schemars(
+        length(min = 1),
+        description = "Optional: limit to one workspace (\"personal\", a team handle or a workspace id). Needed when a slug is ambiguous."
+    )]
     pub workspace: Option<String>,
+    #[serde(default)]
+    #[schemars(
+        schema_with = "schema::slug",
+        description = "Levels 1 and 2: the skill's slug as returned by Level 0, e.g. \"deploy-procedure\"."
+    )]
     pub slug: Option<String>,
+    #[schemars(
+        description = "Level 1: load this exact revision instead of the published/latest one. Level 2: required, the revision_id returned by Level 1."
+    )]
     pub revision_id: Option<String>,
+    #[schemars(
+        length(min = 1, max = LOGICAL_PATH_MAX_BYTES),
+        description = "Level 2: the logical_path of one resource listed by Level 1, e.g. \"scripts/check.py\"."
+    )]
     pub resource: Option<String>,
 }
 
@@ -276,26 +357,40 @@ pub struct WorkspaceView {
 
 /// `execute_cloud_skill` arguments (SPEC §5). `revision_id` is required (a missing one is
 /// `REVISION_PIN_REQUIRED`, so a script cannot change under a running workflow).
-#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ExecuteRequest {
-    /// Slug of the skill.
-    #[schemars(length(min = 1, max = xmemo_core::limits::SLUG_MAX_CHARS))]
+    #[schemars(schema_with = "schema::slug", description = "The skill's slug.")]
     pub slug: String,
-    /// The revision to run (from a Level 1 recall). Required.
+    /// Optional here so that a missing pin is REVISION_PIN_REQUIRED, not a shape error; the
+    /// schema says it is required.
+    #[schemars(
+        required,
+        length(min = 1),
+        description = "The pinned revision (from recall Level 1)."
+    )]
     pub revision_id: Option<String>,
-    /// Logical path of a component of type `script` declared in that revision.
-    #[schemars(length(min = 1, max = xmemo_core::limits::LOGICAL_PATH_MAX_BYTES))]
+    #[schemars(
+        length(min = 1, max = LOGICAL_PATH_MAX_BYTES),
+        description = "logical_path of a `script` component of that revision."
+    )]
     pub script_path: String,
-    /// JSON object given to the script on stdin (default `{}`).
+    #[serde(default)]
+    #[schemars(
+        schema_with = "schema::object",
+        description = "JSON object passed to the script on stdin."
+    )]
     pub input_args: Option<Value>,
-    /// Wall-clock limit, 1–60 seconds (default 30).
-    #[schemars(range(
-        min = xmemo_core::limits::EXECUTE_TIMEOUT_MIN_SECONDS,
-        max = xmemo_core::limits::EXECUTE_TIMEOUT_MAX_SECONDS
-    ))]
+    #[schemars(
+        range(min = EXECUTE_TIMEOUT_MIN_SECONDS, max = EXECUTE_TIMEOUT_MAX_SECONDS),
+        extend("default" = EXECUTE_TIMEOUT_DEFAULT_SECONDS),
+        description = format!("Wall-clock limit in seconds (default {EXECUTE_TIMEOUT_DEFAULT_SECONDS}).")
+    )]
     pub timeout_seconds: Option<i64>,
-    /// Workspace id or handle (`personal`, a team handle) when the slug is ambiguous.
+    #[schemars(
+        length(min = 1),
+        description = "Optional workspace (\"personal\", a team handle or id)."
+    )]
     pub workspace: Option<String>,
 }
 
