@@ -58,26 +58,9 @@ pub fn parse_skill_url(text: &str) -> Result<RemoteSkill, FetchError> {
 
 fn decode_segment(s: &str) -> String {
     // Percent-decoding cannot fail; invalid UTF-8 becomes U+FFFD and is refused below.
-    let bytes: Vec<u8> = percent_decode(s.as_bytes());
-    String::from_utf8_lossy(&bytes).into_owned()
-}
-
-fn percent_decode(input: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(input.len());
-    let mut i = 0;
-    while i < input.len() {
-        if input[i] == b'%'
-            && let (Some(h), Some(l)) = (input.get(i + 1), input.get(i + 2))
-            && let (Some(h), Some(l)) = ((*h as char).to_digit(16), (*l as char).to_digit(16))
-        {
-            out.push((h * 16 + l) as u8);
-            i += 3;
-            continue;
-        }
-        out.push(input[i]);
-        i += 1;
-    }
-    out
+    percent_encoding::percent_decode_str(s)
+        .decode_utf8_lossy()
+        .into_owned()
 }
 
 fn name_ok(s: &str, max: usize) -> bool {
@@ -276,6 +259,8 @@ mod tests {
             // (`../` segments are resolved by the URL parser itself; encoded ones are not)
             "https://github.com/a/b/tree/main/a%2F..%2Fx",
             "https://github.com/a/b/tree/main/%2Fetc",
+            // A control character, escaped.
+            "https://github.com/a/b/tree/main/%05",
             "https://github.com/a/b/blob/main/README.md",
             "https://gitlab.com/a/b",
             "ftp://github.com/a/b",
@@ -287,6 +272,11 @@ mod tests {
                 "{bad}"
             );
         }
+        // `%+5` is no escape (never the byte 0x05): the folder is named as written.
+        assert!(matches!(
+            parse_skill_url("https://github.com/a/b/tree/main/a%+5b"),
+            Ok(RemoteSkill::GitHub { path: Some(p), .. }) if p == "a%+5b"
+        ));
     }
 
     #[test]

@@ -89,33 +89,34 @@ pub fn parse_uri(uri: &str) -> Option<SkillAddress> {
     })
 }
 
+/// What a path segment of a `skill://` URI escapes: everything but the unreserved characters
+/// (RFC 3986 §2.3).
+const SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
 fn encode_segment(segment: &str) -> String {
-    let mut out = String::with_capacity(segment.len());
-    for b in segment.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    percent_encoding::utf8_percent_encode(segment, SEGMENT).to_string()
 }
 
+/// A segment decoded; `None` when a `%` does not start an escape of two hex digits (a URI
+/// this server never writes) or the bytes are not UTF-8.
 fn decode_segment(segment: &str) -> Option<String> {
-    let bytes = segment.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = segment.get(i + 1..i + 3)?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
+    let well_formed = segment.split('%').skip(1).all(|after| {
+        after
+            .as_bytes()
+            .get(..2)
+            .is_some_and(|hex| hex.iter().all(u8::is_ascii_hexdigit))
+    });
+    if !well_formed {
+        return None;
     }
-    String::from_utf8(out).ok()
+    percent_encoding::percent_decode_str(segment)
+        .decode_utf8()
+        .ok()
+        .map(|s| s.into_owned())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -474,6 +475,9 @@ mod tests {
             "skill://personal/deploy/x?y",
             "file:///etc/passwd",
             "skill://personal/deploy/%ZZ",
+            "skill://personal/deploy/%+5",
+            "skill://personal/deploy/%4",
+            "skill://personal/deploy/%FF",
         ] {
             assert_eq!(parse_uri(bad), None, "{bad}");
         }
