@@ -1,6 +1,7 @@
 //! `xmemo admin …`: operator commands that open the server's database directly (run them on
 //! the server host). They go through the same service layer as every transport.
 
+use crate::output::print_result_line;
 use crate::settings::{DbArgs, resolve_db_only};
 use clap::{Args, Subcommand};
 use serde_json::json;
@@ -118,16 +119,6 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<()> {
         .await
         .map_err(|e| anyhow::anyhow!("cannot open the database: {e}"))?;
     let service = Service::new(store);
-    let out = |value: serde_json::Value, text: String| {
-        if args.json {
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&value).unwrap_or_default()
-            );
-        } else {
-            println!("{text}");
-        }
-    };
     match args.command {
         AdminCommand::Account(AccountCommand::Create {
             handle,
@@ -159,7 +150,7 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<()> {
                 text.push_str(&format!("\nAPI key (shown once): {}", key.key));
                 value["key"] = json!(key);
             }
-            out(value, text);
+            print_result_line(args.json, &value, text);
         }
         AdminCommand::Account(AccountCommand::List) => {
             let accounts = service.store().list_accounts().await?;
@@ -176,15 +167,16 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<()> {
                 })
                 .collect::<Vec<_>>()
                 .join("\n");
-            out(json!({ "accounts": accounts }), text);
+            print_result_line(args.json, &json!({ "accounts": accounts }), text);
         }
         AdminCommand::Account(AccountCommand::SetPassword { handle }) => {
             let operator = service.operator_for(&handle).await?;
             let account = operator.account.clone();
             let password = crate::password_input::read("new password for ".to_string() + &handle)?;
             service.set_password(&operator, &account, &password).await?;
-            out(
-                json!({ "account_id": account.account_id, "password_set": true }),
+            print_result_line(
+                args.json,
+                &json!({ "account_id": account.account_id, "password_set": true }),
                 format!(
                     "password set for {} ({}); its sessions ended",
                     account.handle, account.account_id
@@ -207,8 +199,9 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<()> {
                     key_request(&name, Some(scopes), expires_at, profile)?,
                 )
                 .await?;
-            out(
-                json!({ "key": key }),
+            print_result_line(
+                args.json,
+                &json!({ "key": key }),
                 format!(
                     "key {} for {} ({}):\n{}\n(shown once; store it in a secret store)",
                     key.info.key_id,
@@ -239,25 +232,31 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<()> {
                 })
                 .collect::<Vec<_>>()
                 .join("\n");
-            out(json!({ "keys": keys }), text);
+            print_result_line(args.json, &json!({ "keys": keys }), text);
         }
         AdminCommand::Key(KeyCommand::Revoke { account, key_id }) => {
             let operator = service.operator_for(&account).await?;
             service.revoke_key(&operator, &key_id).await?;
-            out(json!({ "revoked": key_id }), format!("revoked {key_id}"));
+            print_result_line(
+                args.json,
+                &json!({ "revoked": key_id }),
+                format!("revoked {key_id}"),
+            );
         }
         // Answered above, before the database is opened (a broken database is reported).
         AdminCommand::Doctor | AdminCommand::Migrate | AdminCommand::Copy { .. } => {}
         AdminCommand::Audit(AuditCommand::Verify) => {
             let entries = service.store().list_audit(&AuditFilter::default()).await?;
             match verify_audit_chain(&entries) {
-                Ok(()) => out(
-                    json!({ "ok": true, "entries": entries.len() }),
+                Ok(()) => print_result_line(
+                    args.json,
+                    &json!({ "ok": true, "entries": entries.len() }),
                     format!("audit chain intact ({} entries)", entries.len()),
                 ),
                 Err(seq) => {
-                    out(
-                        json!({ "ok": false, "broken_at": seq }),
+                    print_result_line(
+                        args.json,
+                        &json!({ "ok": false, "broken_at": seq }),
                         format!("audit chain BROKEN at entry {seq}"),
                     );
                     anyhow::bail!("audit chain verification failed at entry {seq}");
@@ -355,13 +354,21 @@ async fn doctor(args: &AdminArgs) -> anyhow::Result<()> {
         "database": database,
         "permissions": permissions,
     });
-    if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&value).unwrap_or_default()
-        );
-        return Ok(());
-    }
+    print_result_line(
+        args.json,
+        &value,
+        doctor_text(verdict, &state, fallback, &database, &permissions),
+    );
+    Ok(())
+}
+
+fn doctor_text(
+    verdict: &str,
+    state: &xmemo_server::sandbox::SandboxState,
+    fallback: bool,
+    database: &serde_json::Value,
+    permissions: &serde_json::Value,
+) -> String {
     let yes_no = |b: bool| if b { "yes" } else { "no" };
     let mut text = format!("sandbox: {verdict}\n");
     text.push_str(&format!(
@@ -409,9 +416,8 @@ async fn doctor(args: &AdminArgs) -> anyhow::Result<()> {
         }
     ));
     text.push('\n');
-    text.push_str(&permissions_text(&permissions));
-    println!("{text}");
-    Ok(())
+    text.push_str(&permissions_text(permissions));
+    text
 }
 
 fn permissions_text(permissions: &serde_json::Value) -> String {

@@ -1,5 +1,6 @@
 //! `xmemo admin migrate` and `xmemo admin copy`: schema and whole-installation moves.
 
+use crate::output::print_result_one_line;
 use crate::settings::{DbArgs, resolve_db_only};
 use serde_json::json;
 use xmemo_server::bootstrap::open_store_with;
@@ -12,14 +13,11 @@ pub async fn migrate(db: &DbArgs, as_json: bool) -> anyhow::Result<()> {
     let store = open_store_with(url.as_deref(), &data_dir, true)
         .await
         .map_err(|e| anyhow::anyhow!("cannot migrate the database: {e}"))?;
-    if as_json {
-        println!(
-            "{}",
-            json!({ "migrated": true, "backend": store.backend() })
-        );
-    } else {
-        println!("{} schema is up to date", store.backend());
-    }
+    print_result_one_line(
+        as_json,
+        &json!({ "migrated": true, "backend": store.backend() }),
+        format!("{} schema is up to date", store.backend()),
+    );
     Ok(())
 }
 
@@ -53,13 +51,10 @@ pub async fn copy(from: &str, to: &str, as_json: bool) -> anyhow::Result<()> {
         .table_counts()
         .await
         .map_err(|e| anyhow::anyhow!("cannot count the target's rows: {e}"))?;
-    if as_json {
-        println!(
-            "{}",
-            json!({ "from": source.backend(), "to": target.backend(), "rows": counts })
-        );
-    } else {
-        println!(
+    print_result_one_line(
+        as_json,
+        &json!({ "from": source.backend(), "to": target.backend(), "rows": counts }),
+        format!(
             "copied {} accounts, {} workspaces, {} skills, {} revisions, {} blobs, {} audit entries ({} → {}); verified",
             snapshot.accounts.len(),
             snapshot.workspaces.len(),
@@ -69,7 +64,7 @@ pub async fn copy(from: &str, to: &str, as_json: bool) -> anyhow::Result<()> {
             snapshot.audit.len(),
             source.backend(),
             target.backend()
-        );
-    }
+        ),
+    );
     Ok(())
 }

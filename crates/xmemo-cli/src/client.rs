@@ -1,8 +1,9 @@
 //! Client commands that drive a running server over its REST API (`XMEMO_URL`, `XMEMO_KEY`).
 //!
 //! Submodules, one job each: [`http`] talks to the server and turns failures into one error
-//! type, [`output`] formats text, [`skills`] / [`save`] / [`accounts`] are the commands, and
-//! [`skilldir`] turns a skill directory into a package (for `save --dir` and `import`).
+//! type, [`text`] formats text for people, [`skills`] / [`save`] / [`accounts`] are the
+//! commands, and [`skilldir`] turns a skill directory into a package (for `save --dir` and
+//! `import`). Whether a command answers in JSON or text is decided in [`crate::output`].
 
 mod account;
 mod accounts;
@@ -10,15 +11,14 @@ mod execute;
 pub(crate) mod http;
 mod memories;
 mod oauth;
-mod output;
 mod save;
 pub(crate) mod skilldir;
 mod skills;
+pub(crate) mod text;
 
 use clap::{Args, Subcommand};
 
 pub use http::Failure;
-pub(crate) use output::print_json;
 
 /// Where the server is when neither `--url` nor `XMEMO_URL` says.
 pub const DEFAULT_URL: &str = "http://127.0.0.1:8420";
@@ -108,13 +108,16 @@ impl ClientCommand {
 
 pub async fn run(cmd: ClientCommand) -> anyhow::Result<()> {
     let json = cmd.conn().json;
-    let result = dispatch(cmd).await;
+    print_failure_as_json(json, dispatch(cmd).await)
+}
+
+/// Under `json`, a failed command's error object is also printed on stdout, where scripts
+/// read it; the caller still prints one line on stderr and exits 1.
+pub(crate) fn print_failure_as_json(json: bool, result: anyhow::Result<()>) -> anyhow::Result<()> {
     if let Err(e) = &result
         && json
     {
-        // Scripts read the error object on stdout; the caller still prints one line on stderr
-        // and exits 1.
-        output::print_json(&Failure::json_of(e));
+        crate::output::print_json(&Failure::json_of(e));
     }
     result
 }

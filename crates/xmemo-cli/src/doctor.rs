@@ -7,6 +7,7 @@
 
 use crate::agent_instance::{self, Stored};
 use crate::mcp_bridge::{error_chain, sse_messages, unexpanded_reference};
+use crate::output::print_result;
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -118,17 +119,20 @@ async fn read(request: reqwest::RequestBuilder) -> Result<Answer, String> {
 pub async fn run(args: DoctorArgs) -> anyhow::Result<()> {
     let checks = checks(&args).await;
     let failed = checks.iter().filter(|c| c.status == Status::Fail).count();
-    if args.json {
-        let list: Vec<Value> = checks.iter().map(check_json).collect();
-        crate::client::print_json(&json!({ "ok": failed == 0, "checks": list }));
-    } else {
-        for c in &checks {
-            println!("{:<5} {:<15} {}", c.status.word(), c.name, c.summary);
-            if let Some(fix) = &c.fix {
-                println!("{:<21} fix: {fix}", "");
+    let list: Vec<Value> = checks.iter().map(check_json).collect();
+    print_result(
+        args.json,
+        json!({ "ok": failed == 0, "checks": list }),
+        |_| {
+            for c in &checks {
+                println!("{:<5} {:<15} {}", c.status.word(), c.name, c.summary);
+                if let Some(fix) = &c.fix {
+                    println!("{:<21} fix: {fix}", "");
+                }
             }
-        }
-    }
+            Ok(())
+        },
+    )?;
     if failed > 0 {
         anyhow::bail!("{failed} of {} checks failed", checks.len());
     }

@@ -8,6 +8,7 @@ mod client;
 mod connect;
 mod doctor;
 mod mcp_bridge;
+mod output;
 mod packages;
 mod password_input;
 mod serve;

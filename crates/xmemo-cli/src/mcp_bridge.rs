@@ -200,6 +200,14 @@ impl Bridge {
         self.emit(&json!({ "jsonrpc": "2.0", "id": id, "error": error }));
     }
 
+    /// Tells the host its request failed on the way to or from the server (a notification
+    /// gets no answer).
+    fn fail_request(&self, id: Option<Value>, message: &str) {
+        if let Some(id) = id {
+            self.emit_error(id, BRIDGE_ERROR, message, None);
+        }
+    }
+
     async fn forward(&self, line: String) {
         let message: Value = match serde_json::from_str(&line) {
             Ok(v) => v,
@@ -243,18 +251,14 @@ impl Bridge {
         let response = match req.body(line).send().await {
             Ok(r) => r,
             Err(e) => {
-                if let Some(id) = id {
-                    self.emit_error(
-                        id,
-                        BRIDGE_ERROR,
-                        &format!(
-                            "cannot reach the xmemo server at {} ({}); check XMEMO_URL and that the server is running",
-                            self.base_url,
-                            error_chain(&e)
-                        ),
-                        None,
-                    );
-                }
+                self.fail_request(
+                    id,
+                    &format!(
+                        "cannot reach the xmemo server at {} ({}); check XMEMO_URL and that the server is running",
+                        self.base_url,
+                        error_chain(&e)
+                    ),
+                );
                 return;
             }
         };
@@ -267,17 +271,13 @@ impl Bridge {
         let body = match response.text().await {
             Ok(b) => b,
             Err(e) => {
-                if let Some(id) = id {
-                    self.emit_error(
-                        id,
-                        BRIDGE_ERROR,
-                        &format!(
-                            "the xmemo server's answer was cut off ({})",
-                            error_chain(&e)
-                        ),
-                        None,
-                    );
-                }
+                self.fail_request(
+                    id,
+                    &format!(
+                        "the xmemo server's answer was cut off ({})",
+                        error_chain(&e)
+                    ),
+                );
                 return;
             }
         };

@@ -6,15 +6,17 @@
 //! to the server's repository import (all through `POST /imports`: the upload as the body,
 //! the URL as JSON).
 
-use crate::client::Conn;
 use crate::client::http::{Api, Failure, decode, fail};
 use crate::client::skilldir::{self, BODY_LIMIT, too_large};
+use crate::client::text::{short_hash, size};
+use crate::client::{Conn, print_failure_as_json};
+use crate::output::print_result;
 use clap::{Args, Subcommand, ValueEnum};
 use reqwest::Method;
 use serde_json::{Value, json};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use xmemo_core::diff::{TextDiff, TextDiffStatus, WordOpKind};
+use xmemo_core::diff::{ComponentSummary, TextDiff, TextDiffStatus, WordOpKind};
 
 /// How a text the server's diff budget did not reach is shown.
 const NOT_COMPARED: &str = "not compared (the diff's time budget ran out first)";
@@ -109,19 +111,7 @@ pub async fn run(cmd: PackageCommand) -> anyhow::Result<()> {
         PackageCommand::Export(a) => export(a).await,
         PackageCommand::Diff(a) => diff(a).await,
     };
-    if let Err(e) = &result
-        && json
-    {
-        print_json(&Failure::json_of(e));
-    }
-    result
-}
-
-fn print_json(value: &Value) {
-    match serde_json::to_string_pretty(value) {
-        Ok(text) => println!("{text}"),
-        Err(_) => println!("{value}"),
-    }
+    print_failure_as_json(json, result)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -141,9 +131,7 @@ async fn import(a: ImportArgs) -> anyhow::Result<()> {
             "intent": intent,
             "expected_revision_id": a.expected_revision,
         });
-        api.call(Method::POST, url, Some(&body))
-            .await?
-            .unwrap_or(Value::Null)
+        api.send(Method::POST, url, Some(&body)).await?
     } else {
         let path = Path::new(source);
         let (content_type, bytes, file_name) = package_bytes(path)?;
@@ -160,11 +148,13 @@ async fn import(a: ImportArgs) -> anyhow::Result<()> {
         api.send_bytes(Method::POST, url, content_type, bytes)
             .await?
     };
-    if a.conn.json {
-        print_json(&value);
-        return Ok(());
-    }
-    let data = &value["data"];
+    print_result(a.conn.json, value, |value| {
+        print_imported(&value["data"]);
+        Ok(())
+    })
+}
+
+fn print_imported(data: &Value) {
     let text = |k: &str| data[k].as_str().unwrap_or("?").to_string();
     if data["created"].as_bool().unwrap_or(false) {
         println!(
@@ -194,7 +184,6 @@ async fn import(a: ImportArgs) -> anyhow::Result<()> {
             text("revision_id")
         );
     }
-    Ok(())
 }
 
 fn describe_source(source: &Value) -> String {
@@ -209,10 +198,7 @@ fn describe_source(source: &Value) -> String {
                 out.push_str(&format!(" {p}"));
             }
             if let Some(c) = s("commit") {
-                out.push_str(&format!(
-                    " (commit {})",
-                    c.chars().take(12).collect::<String>()
-                ));
+                out.push_str(&format!(" (commit {})", short_hash(&c)));
             }
             out
         }
@@ -291,22 +277,23 @@ async fn export(a: ExportArgs) -> anyhow::Result<()> {
         .map(|m| format!("{}-r{}.zip", m.skill.slug, m.revision.revision_number))
         .unwrap_or_else(|| format!("{}.zip", a.slug));
     let output = a.output.unwrap_or_else(|| PathBuf::from(&file_name));
-    let to_stdout = output.as_os_str() == "-";
-    if to_stdout {
+    if output.as_os_str() == "-" {
         std::io::stdout()
             .write_all(&bytes)
             .and_then(|()| std::io::stdout().flush())
             .map_err(|e| fail(Failure::input(format!("cannot write to stdout: {e}"))))?;
-    } else {
-        std::fs::write(&output, &bytes).map_err(|e| {
-            fail(Failure::input(format!(
-                "cannot write `{}`: {e}",
-                output.display()
-            )))
-        })?;
+        // stdout holds the ZIP; the summary goes to stderr.
+        eprintln!("exported {} bytes", bytes.len());
+        return Ok(());
     }
+    std::fs::write(&output, &bytes).map_err(|e| {
+        fail(Failure::input(format!(
+            "cannot write `{}`: {e}",
+            output.display()
+        )))
+    })?;
     let summary = json!({
-        "file": if to_stdout { Value::Null } else { json!(output.display().to_string()) },
+        "file": output.display().to_string(),
         "bytes": bytes.len(),
         "slug": manifest.as_ref().map(|m| m.skill.slug.clone()),
         "revision_id": manifest.as_ref().map(|m| m.revision.revision_id.clone()),
@@ -314,12 +301,7 @@ async fn export(a: ExportArgs) -> anyhow::Result<()> {
         "status": manifest.as_ref().and_then(|m| m.revision.status),
         "canonical_hash": manifest.as_ref().map(|m| m.canonical_hash.clone()),
     });
-    if to_stdout {
-        // stdout holds the ZIP; the summary goes to stderr.
-        eprintln!("exported {} bytes", bytes.len());
-    } else if a.conn.json {
-        print_json(&summary);
-    } else {
+    print_result(a.conn.json, summary, |_| {
         println!("wrote {} ({} bytes)", output.display(), bytes.len());
         if let Some(m) = &manifest {
             println!(
@@ -333,8 +315,8 @@ async fn export(a: ExportArgs) -> anyhow::Result<()> {
             );
             println!("hash      {}", m.canonical_hash);
         }
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
 // ---------------------------------------------------------------------------------------
@@ -395,12 +377,6 @@ async fn diff(a: DiffArgs) -> anyhow::Result<()> {
             ("workspace", a.workspace.as_deref()),
         ],
     )?;
-    let value = api.get(url).await?;
-    if a.conn.json {
-        print_json(&value);
-        return Ok(());
-    }
-    let diff: SkillDiff = decode(value, "diff")?;
     let color = match a.color {
         ColorMode::Always => true,
         ColorMode::Never => false,
@@ -409,8 +385,11 @@ async fn diff(a: DiffArgs) -> anyhow::Result<()> {
                 && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
         }
     };
-    print!("{}", render(&diff, &Style { color }));
-    Ok(())
+    print_result(a.conn.json, api.get(url).await?, |value| {
+        let diff: SkillDiff = decode(value, "diff")?;
+        print!("{}", render(&diff, &Style { color }));
+        Ok(())
+    })
 }
 
 /// How insertions and deletions are marked.
@@ -509,12 +488,14 @@ fn indent(text: &str, by: &str) -> String {
     out
 }
 
-fn human_size(bytes: u64) -> String {
-    if bytes < 1024 {
-        format!("{bytes} B")
-    } else {
-        format!("{:.1} KiB", bytes as f64 / 1024.0)
-    }
+/// `+ references/a.md (reference, 1.2 KiB)`: an added (`+`) or removed (`-`) component.
+fn component_line(sign: char, c: &ComponentSummary) -> String {
+    format!(
+        "{sign} {} ({}, {})",
+        c.logical_path,
+        c.component_type,
+        size(c.size)
+    )
 }
 
 /// The whole diff as terminal text.
@@ -591,26 +572,10 @@ pub fn render(d: &SkillDiff, style: &Style) -> String {
         c.unchanged.len()
     ));
     for a in &c.added {
-        out.push_str(&format!(
-            "  {}\n",
-            style.insert(&format!(
-                "+ {} ({}, {})",
-                a.logical_path,
-                a.component_type,
-                human_size(a.size)
-            ))
-        ));
+        out.push_str(&format!("  {}\n", style.insert(&component_line('+', a))));
     }
     for r in &c.removed {
-        out.push_str(&format!(
-            "  {}\n",
-            style.delete(&format!(
-                "- {} ({}, {})",
-                r.logical_path,
-                r.component_type,
-                human_size(r.size)
-            ))
-        ));
+        out.push_str(&format!("  {}\n", style.delete(&component_line('-', r))));
     }
     for m in &c.modified {
         let mut line = format!("  ~ {} ({})", m.logical_path, m.new.component_type);
@@ -636,10 +601,10 @@ pub fn render(d: &SkillDiff, style: &Style) -> String {
             None if m.content_changed => {
                 line.push_str(&format!(
                     ": binary {} sha256 {}… → {} sha256 {}…\n",
-                    human_size(m.old.size),
-                    &m.old.content_hash.chars().take(12).collect::<String>(),
-                    human_size(m.new.size),
-                    &m.new.content_hash.chars().take(12).collect::<String>(),
+                    size(m.old.size),
+                    short_hash(&m.old.content_hash),
+                    size(m.new.size),
+                    short_hash(&m.new.content_hash),
                 ));
                 out.push_str(&line);
             }

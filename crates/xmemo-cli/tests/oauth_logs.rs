@@ -1,7 +1,7 @@
 //! No secret reaches the logs: the real binary (`xmemo serve`) runs with debug logging while
 //! a whole sign-in and OAuth flow goes through it — a failed and a good sign-in, a public and
 //! a confidential client, consent, code exchange, an MCP call, a refresh, a revocation — and
-//! then its output is searched for every secret value of the run.
+//! then it is stopped and its whole output is searched for every secret value of the run.
 
 use serde_json::json;
 use xmemo_testkit::browser::Browser;
@@ -225,9 +225,8 @@ async fn a_whole_flow_with_debug_logs_leaves_no_secret_in_them() {
         303
     );
 
-    // Give the log writer a moment to drain, then search.
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    let output = server.output();
+    // Every line the server will ever write, so none is still on its way when searched.
+    let output = server.stop_and_collect_logs();
     assert!(output.contains("DEBUG"), "debug logging was on:\n{output}");
     assert!(
         output.lines().count() > 20,

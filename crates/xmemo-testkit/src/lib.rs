@@ -125,6 +125,8 @@ pub struct ServerProcess {
     pub url: String,
     /// Every line the server wrote on stderr so far (its logs).
     lines: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    /// The thread reading stderr; it ends at end of file, once the server has exited.
+    reader: Option<std::thread::JoinHandle<()>>,
 }
 
 impl ServerProcess {
@@ -146,7 +148,7 @@ impl ServerProcess {
         let (tx, rx) = std::sync::mpsc::channel();
         let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let kept = lines.clone();
-        std::thread::spawn(move || {
+        let reader = std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines() {
                 let Ok(line) = line else { break };
                 if let Ok(mut all) = kept.lock() {
@@ -159,6 +161,7 @@ impl ServerProcess {
             child,
             url: String::new(),
             lines,
+            reader: Some(reader),
         };
         let deadline = std::time::Instant::now() + Duration::from_secs(60);
         let mut seen = Vec::new();
@@ -187,6 +190,27 @@ impl ServerProcess {
     /// What the server wrote on stderr so far.
     pub fn output(&self) -> String {
         self.lines.lock().map(|l| l.join("\n")).unwrap_or_default()
+    }
+
+    /// Stops the server as an operator would (SIGTERM: the requests in progress finish, then
+    /// it exits; SIGKILL if it has not within 30 s) and returns all it wrote on stderr, read
+    /// to end of file: no line it logged can still be on its way.
+    pub fn stop_and_collect_logs(mut self) -> String {
+        use rustix::process::{Pid, Signal, kill_process};
+        let _ = kill_process(Pid::from_child(&self.child), Signal::TERM);
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while matches!(self.child.try_wait(), Ok(None)) {
+            if std::time::Instant::now() >= deadline {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        if let Some(reader) = self.reader.take() {
+            let _ = reader.join();
+        }
+        self.output()
     }
 }
 

@@ -1,8 +1,8 @@
 //! The caller's own account: `xmemo account export -o FILE`, `xmemo account delete`.
 
 use super::Conn;
-use super::http::{Api, Failure, fail};
-use super::output::print_json;
+use super::http::{Api, required};
+use crate::output::{print_result, print_result_line};
 use clap::{Args, Subcommand};
 use reqwest::Method;
 use serde_json::json;
@@ -38,28 +38,25 @@ pub async fn account(a: AccountArgs) -> anyhow::Result<()> {
         AccountAction::Export { output } => {
             let url = api.url(&["account", "export"], &[])?;
             let bytes = api.download(url, &output).await?;
-            if a.conn.json {
-                print_json(&json!({"written": output.display().to_string(), "size": bytes}));
-            } else {
-                println!("wrote the export to {} ({bytes} bytes)", output.display());
-            }
+            print_result_line(
+                a.conn.json,
+                &json!({"written": output.display().to_string(), "size": bytes}),
+                format!("wrote the export to {} ({bytes} bytes)", output.display()),
+            );
+            Ok(())
         }
         AccountAction::Delete { confirm } => {
             let url = api.url(&["account"], &[])?;
-            let value = api
-                .call(Method::DELETE, url, Some(&json!({"confirm": confirm})))
-                .await?
-                .ok_or_else(|| fail(Failure::unexpected("the server sent an empty answer")))?;
-            if a.conn.json {
-                print_json(&value);
-            } else {
+            let body = json!({"confirm": confirm});
+            let value = required(api.call(Method::DELETE, url, Some(&body)).await?)?;
+            print_result(a.conn.json, value, |value| {
                 let d = &value["data"];
                 println!(
                     "deleted the account: {} skill(s), {} memorie(s), {} key(s), {} membership(s)",
                     d["skills"], d["memories"], d["keys"], d["memberships"]
                 );
-            }
+                Ok(())
+            })
         }
     }
-    Ok(())
 }

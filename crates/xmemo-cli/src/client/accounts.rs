@@ -1,8 +1,9 @@
 //! The caller's side of accounts: `whoami`, workspaces, members and invitations, API keys.
 
 use super::Conn;
-use super::http::{Api, decode};
-use super::output::{or_dash, print_json, table};
+use super::http::{Api, decode_field};
+use super::text::{or_dash, print_list_result, table_of};
+use crate::output::{print_result, print_result_line};
 use clap::{Args, Subcommand};
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -120,29 +121,17 @@ pub struct WhoamiArgs {
     pub conn: Conn,
 }
 
-fn field<T: serde::de::DeserializeOwned>(
-    value: &Value,
-    key: &str,
-    what: &str,
-) -> anyhow::Result<T> {
-    decode(value.get(key).cloned().unwrap_or(Value::Null), what)
-}
-
-fn workspace_rows(list: &[WorkspaceView]) -> Vec<[String; 5]> {
-    list.iter()
-        .map(|w| {
-            [
-                w.handle.clone(),
-                w.kind.to_string(),
-                w.role.to_string(),
-                w.name.clone(),
-                w.workspace_id.clone(),
-            ]
-        })
-        .collect()
-}
-
 const WORKSPACE_HEADERS: [&str; 5] = ["HANDLE", "KIND", "ROLE", "NAME", "ID"];
+
+fn workspace_row(w: &WorkspaceView) -> [String; 5] {
+    [
+        w.handle.clone(),
+        w.kind.to_string(),
+        w.role.to_string(),
+        w.name.clone(),
+        w.workspace_id.clone(),
+    ]
+}
 
 pub async fn workspaces(a: WorkspacesArgs) -> anyhow::Result<()> {
     let api = Api::new(&a.conn)?;
@@ -152,12 +141,14 @@ pub async fn workspaces(a: WorkspacesArgs) -> anyhow::Result<()> {
             let value = api
                 .get_all(api.url(&["workspaces"], &[])?, "workspaces")
                 .await?;
-            if json {
-                print_json(&value);
-                return Ok(());
-            }
-            let list: Vec<WorkspaceView> = field(&value, "workspaces", "workspace list")?;
-            println!("{}", table(WORKSPACE_HEADERS, &workspace_rows(&list)));
+            print_list_result(
+                json,
+                value,
+                "workspaces",
+                "workspace list",
+                WORKSPACE_HEADERS,
+                workspace_row,
+            )
         }
         WorkspacesCommand::Create { handle, name } => {
             let mut body = json!({ "handle": handle });
@@ -165,35 +156,25 @@ pub async fn workspaces(a: WorkspacesArgs) -> anyhow::Result<()> {
                 obj.insert("name".into(), Value::String(n));
             }
             let url = api.url(&["workspaces"], &[])?;
-            let value = api
-                .call(Method::POST, url, Some(&body))
-                .await?
-                .unwrap_or(Value::Null);
-            if json {
-                print_json(&value);
-                return Ok(());
-            }
-            let ws: WorkspaceView = field(&value, "workspace", "workspace")?;
-            println!(
-                "created team workspace {} ({}); you are its {}",
-                ws.handle, ws.workspace_id, ws.role
-            );
+            let value = api.send(Method::POST, url, Some(&body)).await?;
+            print_result(json, value, |value| {
+                let ws: WorkspaceView = decode_field(&value, "workspace", "workspace")?;
+                println!(
+                    "created team workspace {} ({}); you are its {}",
+                    ws.handle, ws.workspace_id, ws.role
+                );
+                Ok(())
+            })
         }
         WorkspacesCommand::Members { workspace } => {
-            let value = api
-                .get_all(
-                    api.url(&["workspaces", &workspace, "members"], &[])?,
-                    "members",
-                )
-                .await?;
-            if json {
-                print_json(&value);
-                return Ok(());
-            }
-            let list: Vec<Member> = field(&value, "members", "member list")?;
-            let rows: Vec<[String; 5]> = list
-                .iter()
-                .map(|m| {
+            let url = api.url(&["workspaces", &workspace, "members"], &[])?;
+            print_list_result(
+                json,
+                api.get_all(url, "members").await?,
+                "members",
+                "member list",
+                ["HANDLE", "ROLE", "NAME", "ACCOUNT", "ADDED"],
+                |m: &Member| {
                     [
                         m.handle.clone(),
                         m.role.to_string(),
@@ -201,12 +182,8 @@ pub async fn workspaces(a: WorkspacesArgs) -> anyhow::Result<()> {
                         m.account_id.clone(),
                         m.added_at.clone(),
                     ]
-                })
-                .collect();
-            println!(
-                "{}",
-                table(["HANDLE", "ROLE", "NAME", "ACCOUNT", "ADDED"], &rows)
-            );
+                },
+            )
         }
         WorkspacesCommand::Invite {
             workspace,
@@ -215,32 +192,25 @@ pub async fn workspaces(a: WorkspacesArgs) -> anyhow::Result<()> {
         } => {
             let url = api.url(&["workspaces", &workspace, "invitations"], &[])?;
             let body = json!({ "invitee": account, "role": role });
-            let value = api
-                .call(Method::POST, url, Some(&body))
-                .await?
-                .unwrap_or(Value::Null);
-            if json {
-                print_json(&value);
-                return Ok(());
-            }
-            let i: InvitationView = field(&value, "invitation", "invitation")?;
-            println!(
-                "invited {} to {} as {} (invitation {}); they join when they accept it",
-                i.invitee, i.workspace, i.role, i.invitation_id
-            );
+            let value = api.send(Method::POST, url, Some(&body)).await?;
+            print_result(json, value, |value| {
+                let i: InvitationView = decode_field(&value, "invitation", "invitation")?;
+                println!(
+                    "invited {} to {} as {} (invitation {}); they join when they accept it",
+                    i.invitee, i.workspace, i.role, i.invitation_id
+                );
+                Ok(())
+            })
         }
         WorkspacesCommand::Invitations { workspace } => {
-            let value = api
-                .get(api.url(&["workspaces", &workspace, "invitations"], &[])?)
-                .await?;
-            if json {
-                print_json(&value);
-                return Ok(());
-            }
-            let list: Vec<InvitationView> = field(&value, "invitations", "invitation list")?;
-            let rows: Vec<[String; 5]> = list
-                .iter()
-                .map(|i| {
+            let url = api.url(&["workspaces", &workspace, "invitations"], &[])?;
+            print_list_result(
+                json,
+                api.get(url).await?,
+                "invitations",
+                "invitation list",
+                ["INVITATION", "INVITEE", "ROLE", "BY", "CREATED"],
+                |i: &InvitationView| {
                     [
                         i.invitation_id.clone(),
                         i.invitee.clone(),
@@ -248,12 +218,8 @@ pub async fn workspaces(a: WorkspacesArgs) -> anyhow::Result<()> {
                         i.invited_by.clone(),
                         i.created_at.clone(),
                     ]
-                })
-                .collect();
-            println!(
-                "{}",
-                table(["INVITATION", "INVITEE", "ROLE", "BY", "CREATED"], &rows)
-            );
+                },
+            )
         }
         WorkspacesCommand::RevokeInvitation {
             workspace,
@@ -264,22 +230,22 @@ pub async fn workspaces(a: WorkspacesArgs) -> anyhow::Result<()> {
                 &[],
             )?;
             api.call(Method::DELETE, url, None).await?;
-            if json {
-                print_json(
-                    &json!({ "revoked": { "workspace": workspace, "invitation_id": invitation_id } }),
-                );
-            } else {
-                println!("revoked invitation {invitation_id} of {workspace}");
-            }
+            print_result_line(
+                json,
+                &json!({ "revoked": { "workspace": workspace, "invitation_id": invitation_id } }),
+                format!("revoked invitation {invitation_id} of {workspace}"),
+            );
+            Ok(())
         }
         WorkspacesCommand::Leave { workspace } => {
             let url = api.url(&["workspaces", &workspace, "leave"], &[])?;
             api.call(Method::POST, url, None).await?;
-            if json {
-                print_json(&json!({ "left": { "workspace": workspace } }));
-            } else {
-                println!("left {workspace}");
-            }
+            print_result_line(
+                json,
+                &json!({ "left": { "workspace": workspace } }),
+                format!("left {workspace}"),
+            );
+            Ok(())
         }
         WorkspacesCommand::SetRole {
             workspace,
@@ -288,28 +254,24 @@ pub async fn workspaces(a: WorkspacesArgs) -> anyhow::Result<()> {
         } => {
             let url = api.url(&["workspaces", &workspace, "members", &account], &[])?;
             let body = json!({ "role": role });
-            let value = api
-                .call(Method::PUT, url, Some(&body))
-                .await?
-                .unwrap_or(Value::Null);
-            if json {
-                print_json(&value);
-                return Ok(());
-            }
-            let m: Member = field(&value, "member", "member")?;
-            println!("{} is now {} of {workspace}", m.handle, m.role);
+            let value = api.send(Method::PUT, url, Some(&body)).await?;
+            print_result(json, value, |value| {
+                let m: Member = decode_field(&value, "member", "member")?;
+                println!("{} is now {} of {workspace}", m.handle, m.role);
+                Ok(())
+            })
         }
         WorkspacesCommand::RemoveMember { workspace, account } => {
             let url = api.url(&["workspaces", &workspace, "members", &account], &[])?;
             api.call(Method::DELETE, url, None).await?;
-            if json {
-                print_json(&json!({ "removed": { "workspace": workspace, "account": account } }));
-            } else {
-                println!("removed {account} from {workspace}");
-            }
+            print_result_line(
+                json,
+                &json!({ "removed": { "workspace": workspace, "account": account } }),
+                format!("removed {account} from {workspace}"),
+            );
+            Ok(())
         }
     }
-    Ok(())
 }
 
 pub async fn invitations(a: InvitationsArgs) -> anyhow::Result<()> {
@@ -318,18 +280,15 @@ pub async fn invitations(a: InvitationsArgs) -> anyhow::Result<()> {
     match a.command.unwrap_or(InvitationsCommand::List) {
         InvitationsCommand::List => {
             let value = api.get(api.url(&["invitations"], &[])?).await?;
-            if json {
-                print_json(&value);
-                return Ok(());
-            }
-            let list: Vec<InvitationView> = field(&value, "invitations", "invitation list")?;
-            if list.is_empty() {
-                println!("no pending invitations");
-                return Ok(());
-            }
-            let rows: Vec<[String; 5]> = list
-                .iter()
-                .map(|i| {
+            print_result(json, value, |value| {
+                let list: Vec<InvitationView> =
+                    decode_field(&value, "invitations", "invitation list")?;
+                if list.is_empty() {
+                    println!("no pending invitations");
+                    return Ok(());
+                }
+                let headers = ["INVITATION", "TEAM", "ROLE", "BY", "NAME"];
+                let table = table_of(headers, &list, |i| {
                     [
                         i.invitation_id.clone(),
                         i.workspace.clone(),
@@ -337,41 +296,28 @@ pub async fn invitations(a: InvitationsArgs) -> anyhow::Result<()> {
                         i.invited_by.clone(),
                         i.workspace_name.clone(),
                     ]
-                })
-                .collect();
-            println!(
-                "{}",
-                table(["INVITATION", "TEAM", "ROLE", "BY", "NAME"], &rows)
-            );
+                });
+                println!("{table}");
+                Ok(())
+            })
         }
         InvitationsCommand::Accept { invitation_id } => {
             let url = api.url(&["invitations", &invitation_id, "accept"], &[])?;
-            let value = api
-                .call(Method::POST, url, None)
-                .await?
-                .unwrap_or(Value::Null);
-            if json {
-                print_json(&value);
-                return Ok(());
-            }
-            let ws: WorkspaceView = field(&value, "workspace", "workspace")?;
-            println!("joined {} as {}", ws.handle, ws.role);
+            print_result(json, api.send(Method::POST, url, None).await?, |value| {
+                let ws: WorkspaceView = decode_field(&value, "workspace", "workspace")?;
+                println!("joined {} as {}", ws.handle, ws.role);
+                Ok(())
+            })
         }
         InvitationsCommand::Decline { invitation_id } => {
             let url = api.url(&["invitations", &invitation_id, "decline"], &[])?;
-            let value = api
-                .call(Method::POST, url, None)
-                .await?
-                .unwrap_or(Value::Null);
-            if json {
-                print_json(&value);
-                return Ok(());
-            }
-            let i: InvitationView = field(&value, "invitation", "invitation")?;
-            println!("declined the invitation to {}", i.workspace);
+            print_result(json, api.send(Method::POST, url, None).await?, |value| {
+                let i: InvitationView = decode_field(&value, "invitation", "invitation")?;
+                println!("declined the invitation to {}", i.workspace);
+                Ok(())
+            })
         }
     }
-    Ok(())
 }
 
 pub async fn keys(a: KeysArgs) -> anyhow::Result<()> {
@@ -380,14 +326,15 @@ pub async fn keys(a: KeysArgs) -> anyhow::Result<()> {
     match a.command {
         KeysCommand::List => {
             let value = api.get_all(api.url(&["keys"], &[])?, "keys").await?;
-            if json {
-                print_json(&value);
-                return Ok(());
-            }
-            let list: Vec<ApiKey> = field(&value, "keys", "key list")?;
-            let rows: Vec<[String; 7]> = list
-                .iter()
-                .map(|k| {
+            print_list_result(
+                json,
+                value,
+                "keys",
+                "key list",
+                [
+                    "KEY", "NAME", "PREFIX", "SCOPES", "PROFILE", "EXPIRES", "STATUS",
+                ],
+                |k: &ApiKey| {
                     [
                         k.key_id.clone(),
                         k.name.clone(),
@@ -400,17 +347,8 @@ pub async fn keys(a: KeysArgs) -> anyhow::Result<()> {
                             None => "active".into(),
                         },
                     ]
-                })
-                .collect();
-            println!(
-                "{}",
-                table(
-                    [
-                        "KEY", "NAME", "PREFIX", "SCOPES", "PROFILE", "EXPIRES", "STATUS"
-                    ],
-                    &rows
-                )
-            );
+                },
+            )
         }
         KeysCommand::Create {
             name,
@@ -432,53 +370,53 @@ pub async fn keys(a: KeysArgs) -> anyhow::Result<()> {
                 }
             }
             let url = api.url(&["keys"], &[])?;
-            let value = api
-                .call(Method::POST, url, Some(&body))
-                .await?
-                .unwrap_or(Value::Null);
-            if json {
-                print_json(&value);
-                return Ok(());
-            }
-            let k: CreatedKey = field(&value, "key", "key")?;
-            println!(
-                "created key {} `{}` ({}; profile {}{})",
-                k.info.key_id,
-                k.info.name,
-                k.info.scopes.join(" "),
-                k.info.profile,
-                k.info
-                    .expires_at
-                    .as_deref()
-                    .map(|e| format!("; expires {e}"))
-                    .unwrap_or_default()
-            );
-            println!("{}", k.key);
-            println!(
-                "This secret is shown once: store it now (e.g. in a secret store, then export XMEMO_KEY=…)."
-            );
+            let value = api.send(Method::POST, url, Some(&body)).await?;
+            print_result(json, value, |value| {
+                let k: CreatedKey = decode_field(&value, "key", "key")?;
+                print_created_key(&k);
+                Ok(())
+            })
         }
         KeysCommand::Revoke { key_id } => {
             let url = api.url(&["keys", &key_id], &[])?;
             api.call(Method::DELETE, url, None).await?;
-            if json {
-                print_json(&json!({ "revoked": key_id }));
-            } else {
-                println!("revoked {key_id}");
-            }
+            print_result_line(
+                json,
+                &json!({ "revoked": key_id }),
+                format!("revoked {key_id}"),
+            );
+            Ok(())
         }
     }
-    Ok(())
+}
+
+fn print_created_key(k: &CreatedKey) {
+    println!(
+        "created key {} `{}` ({}; profile {}{})",
+        k.info.key_id,
+        k.info.name,
+        k.info.scopes.join(" "),
+        k.info.profile,
+        k.info
+            .expires_at
+            .as_deref()
+            .map(|e| format!("; expires {e}"))
+            .unwrap_or_default()
+    );
+    println!("{}", k.key);
+    println!(
+        "This secret is shown once: store it now (e.g. in a secret store, then export XMEMO_KEY=…)."
+    );
 }
 
 pub async fn whoami(a: WhoamiArgs) -> anyhow::Result<()> {
     let api = Api::new(&a.conn)?;
     let value = api.get(api.url(&["me"], &[])?).await?;
-    if a.conn.json {
-        print_json(&value);
-        return Ok(());
-    }
-    let account: Account = field(&value, "account", "account")?;
+    print_result(a.conn.json, value, |value| print_whoami(&value))
+}
+
+fn print_whoami(value: &Value) -> anyhow::Result<()> {
+    let account: Account = decode_field(value, "account", "account")?;
     let text = |key: &str| value.get(key).and_then(Value::as_str).map(str::to_string);
     let scopes: Vec<String> = value
         .get("scopes")
@@ -509,8 +447,8 @@ pub async fn whoami(a: WhoamiArgs) -> anyhow::Result<()> {
         "instance    {}",
         or_dash(text("agent_instance_id").as_deref())
     );
-    let list: Vec<WorkspaceView> = field(&value, "workspaces", "workspace list")?;
+    let list: Vec<WorkspaceView> = decode_field(value, "workspaces", "workspace list")?;
     println!();
-    println!("{}", table(WORKSPACE_HEADERS, &workspace_rows(&list)));
+    println!("{}", table_of(WORKSPACE_HEADERS, &list, workspace_row));
     Ok(())
 }

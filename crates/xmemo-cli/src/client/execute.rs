@@ -2,7 +2,7 @@
 
 use super::Conn;
 use super::http::{Api, Failure, fail};
-use super::output::print_json;
+use crate::output::print_result;
 use clap::Args;
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -48,19 +48,20 @@ pub async fn execute(a: ExecuteArgs) -> anyhow::Result<()> {
     if let Some(t) = a.timeout {
         body["timeout_seconds"] = json!(t);
     }
-    let value = api
-        .call(Method::POST, url, Some(&body))
-        .await?
-        .unwrap_or(Value::Null);
-    if a.conn.json {
-        print_json(&value);
-        return Ok(());
-    }
+    let value = api.send(Method::POST, url, Some(&body)).await?;
+    print_result(a.conn.json, value, |value| {
+        print_run(&a.slug, &a.script, &value)
+    })
+}
+
+/// The run as text; a script that did not succeed makes the command fail (under `--json` the
+/// status is in the answer, for the script reading it to judge).
+fn print_run(slug: &str, script: &str, value: &Value) -> anyhow::Result<()> {
     let data = &value["data"];
     println!(
         "{} {} — status {} (exit {}), {} ms, isolation {}",
-        a.slug,
-        a.script,
+        slug,
+        script,
         data["status"].as_str().unwrap_or("?"),
         data["exit_code"]
             .as_i64()

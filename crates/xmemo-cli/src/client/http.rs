@@ -262,10 +262,18 @@ impl Api {
         })
     }
 
+    /// A JSON request whose empty answer reads as `null`.
+    pub async fn send(
+        &self,
+        method: Method,
+        url: Url,
+        body: Option<&Value>,
+    ) -> anyhow::Result<Value> {
+        Ok(self.call(method, url, body).await?.unwrap_or(Value::Null))
+    }
+
     pub async fn get(&self, url: Url) -> anyhow::Result<Value> {
-        self.call(Method::GET, url, None)
-            .await?
-            .ok_or_else(|| fail(Failure::unexpected("the server sent an empty answer")))
+        required(self.call(Method::GET, url, None).await?)
     }
 
     /// Every page of a paged list (`{"<list>": [...], "next_cursor"}`), followed from `url`
@@ -318,14 +326,18 @@ impl Api {
         Ok(whole)
     }
 
-    /// A raw download: the bytes and the `ETag` header when present.
-    pub async fn get_bytes(&self, url: Url) -> anyhow::Result<(Vec<u8>, Option<String>)> {
-        let response = self
-            .client
+    /// A GET whose answer is read as it comes, not as JSON.
+    async fn get_response(&self, url: &Url) -> anyhow::Result<reqwest::Response> {
+        self.client
             .get(url.clone())
             .send()
             .await
-            .map_err(|e| self.transport(e))?;
+            .map_err(|e| self.transport(e))
+    }
+
+    /// A raw download: the bytes and the `ETag` header when present.
+    pub async fn get_bytes(&self, url: Url) -> anyhow::Result<(Vec<u8>, Option<String>)> {
+        let response = self.get_response(&url).await?;
         let status = response.status();
         let etag = response
             .headers()
@@ -370,6 +382,27 @@ pub fn decode<T: DeserializeOwned>(value: Value, what: &str) -> anyhow::Result<T
             "unexpected {what} from the server: {e}"
         )))
     })
+}
+
+/// An answer that must hold a document (an empty one is an error).
+pub fn required(answer: Option<Value>) -> anyhow::Result<Value> {
+    answer.ok_or_else(|| fail(Failure::unexpected("the server sent an empty answer")))
+}
+
+/// The member `key` of an answer, typed (`what` names it when it has another shape).
+pub fn decode_field<T: DeserializeOwned>(
+    value: &Value,
+    key: &str,
+    what: &str,
+) -> anyhow::Result<T> {
+    decode(value.get(key).cloned().unwrap_or(Value::Null), what)
+}
+
+/// An answer of another kind than the command asked for (`what`: the kind it expected).
+pub fn not_answered_with(what: &str) -> anyhow::Error {
+    fail(Failure::unexpected(format!(
+        "the server did not answer with {what}"
+    )))
 }
 
 fn parse_base(text: &str) -> anyhow::Result<Url> {
@@ -457,12 +490,7 @@ impl Api {
     /// failed download leaves no partial file); the number of bytes written.
     pub async fn download(&self, url: Url, path: &std::path::Path) -> anyhow::Result<u64> {
         use std::io::Write;
-        let mut response = self
-            .client
-            .get(url.clone())
-            .send()
-            .await
-            .map_err(|e| self.transport(e))?;
+        let mut response = self.get_response(&url).await?;
         let status = response.status();
         if !status.is_success() {
             let bytes = response.bytes().await.map_err(|e| self.transport(e))?;

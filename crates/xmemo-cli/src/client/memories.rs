@@ -2,8 +2,9 @@
 //! list), `xmemo memory show|history|update|forget|restore ID`.
 
 use super::Conn;
-use super::http::{Api, Failure, decode, fail};
-use super::output::{excerpt, or_dash, print_json, table};
+use super::http::{Api, decode, not_answered_with, required};
+use super::text::{excerpt, or_dash, table_of};
+use crate::output::print_result;
 use clap::{Args, Subcommand};
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -115,9 +116,7 @@ fn memory_of(value: Value) -> anyhow::Result<MemoryView> {
     match decode(value, "memory")? {
         ToolResult::Memory(m) => Ok(*m),
         ToolResult::Remembered(r) => Ok(r.memory),
-        _ => Err(fail(Failure::unexpected(
-            "the server did not answer with a memory",
-        ))),
+        _ => Err(not_answered_with("a memory")),
     }
 }
 
@@ -169,25 +168,20 @@ pub async fn remember(a: RememberArgs) -> anyhow::Result<()> {
         body["tags"] = json!(a.tags);
     }
     let url = api.url(&["memories"], &[])?;
-    let value = api
-        .call(Method::POST, url, Some(&body))
-        .await?
-        .ok_or_else(|| fail(Failure::unexpected("the server sent an empty answer")))?;
-    if a.conn.json {
-        print_json(&value);
-        return Ok(());
-    }
-    let created = value["data"]["created"].as_bool().unwrap_or(false);
-    let m = memory_of(value)?;
-    if created {
-        println!("remembered {} ({})", m.memory_id, m.kind);
-    } else {
-        println!(
-            "already remembered as {} (nothing new written)",
-            m.memory_id
-        );
-    }
-    Ok(())
+    let value = required(api.call(Method::POST, url, Some(&body)).await?)?;
+    print_result(a.conn.json, value, |value| {
+        let created = value["data"]["created"].as_bool().unwrap_or(false);
+        let m = memory_of(value)?;
+        if created {
+            println!("remembered {} ({})", m.memory_id, m.kind);
+        } else {
+            println!(
+                "already remembered as {} (nothing new written)",
+                m.memory_id
+            );
+        }
+        Ok(())
+    })
 }
 
 pub async fn memories(a: MemoriesArgs) -> anyhow::Result<()> {
@@ -211,35 +205,30 @@ pub async fn memories(a: MemoriesArgs) -> anyhow::Result<()> {
             ("workspace", a.workspace.as_deref()),
         ],
     )?;
-    let value = api.get(url).await?;
-    if a.conn.json {
-        print_json(&value);
-        return Ok(());
-    }
-    let ToolResult::Memories(found) = decode(value, "recall result")? else {
-        return Err(fail(Failure::unexpected(
-            "the server did not answer with memories",
-        )));
-    };
-    if found.memories.is_empty() {
+    let full = a.full;
+    print_result(a.conn.json, api.get(url).await?, |value| {
+        let ToolResult::Memories(found) = decode(value, "recall result")? else {
+            return Err(not_answered_with("memories"));
+        };
+        print_hits(&found.memories, full);
+        Ok(())
+    })
+}
+
+fn print_hits(memories: &[MemoryHitView], full: bool) {
+    if memories.is_empty() {
         println!("no memory matches");
-        return Ok(());
-    }
-    if a.full {
-        for m in &found.memories {
+    } else if full {
+        for m in memories {
             println!(
                 "── {} ({}, v{})\n{}\n",
                 m.memory_id, m.kind, m.version, m.content
             );
         }
-        return Ok(());
+    } else {
+        let headers = ["ID", "KIND", "WORKSPACE", "BY", "TITLE", "CONTENT"];
+        println!("{}", table_of(headers, memories, hit_row));
     }
-    let rows: Vec<[String; 6]> = found.memories.iter().map(hit_row).collect();
-    println!(
-        "{}",
-        table(["ID", "KIND", "WORKSPACE", "BY", "TITLE", "CONTENT"], &rows)
-    );
-    Ok(())
 }
 
 fn hit_row(m: &MemoryHitView) -> [String; 6] {
@@ -298,28 +287,26 @@ pub async fn memory(a: MemoryArgs) -> anyhow::Result<()> {
     path.extend(segments.iter().map(String::as_str));
     let history = segments.last().is_some_and(|s| s == "history");
     let url = api.url(&path, &[])?;
-    let value = api
-        .call(method, url, body.as_ref())
-        .await?
-        .ok_or_else(|| fail(Failure::unexpected("the server sent an empty answer")))?;
-    if a.conn.json {
-        print_json(&value);
-        return Ok(());
-    }
-    if history {
-        let ToolResult::MemoryHistory(h) = decode(value, "memory history")? else {
-            return Err(fail(Failure::unexpected(
-                "the server did not answer with a history",
-            )));
-        };
-        for v in &h.versions {
-            println!(
-                "── version {} ({}) by {} at {}\n{}\n",
-                v.version, v.kind, v.saved_by.account_id, v.created_at, v.content
-            );
+    let value = required(api.call(method, url, body.as_ref()).await?)?;
+    print_result(a.conn.json, value, |value| {
+        if history {
+            print_history(value)
+        } else {
+            print_memory(&memory_of(value)?);
+            Ok(())
         }
-        return Ok(());
+    })
+}
+
+fn print_history(value: Value) -> anyhow::Result<()> {
+    let ToolResult::MemoryHistory(h) = decode(value, "memory history")? else {
+        return Err(not_answered_with("a history"));
+    };
+    for v in &h.versions {
+        println!(
+            "── version {} ({}) by {} at {}\n{}\n",
+            v.version, v.kind, v.saved_by.account_id, v.created_at, v.content
+        );
     }
-    print_memory(&memory_of(value)?);
     Ok(())
 }

@@ -3,7 +3,8 @@
 
 use super::Conn;
 use super::http::Api;
-use super::output::{print_json, table};
+use super::text::print_list_result;
+use crate::output::print_result_line;
 use clap::{Args, Subcommand};
 use reqwest::Method;
 use serde_json::json;
@@ -44,15 +45,13 @@ pub async fn oauth(a: OauthArgs) -> anyhow::Result<()> {
             let value = api
                 .get_all(api.url(&["oauth", "grants"], &[])?, "grants")
                 .await?;
-            if json {
-                print_json(&value);
-                return Ok(());
-            }
-            let grants: Vec<OAuthGrant> =
-                serde_json::from_value(value["grants"].clone()).unwrap_or_default();
-            let rows: Vec<[String; 5]> = grants
-                .iter()
-                .map(|g| {
+            print_list_result(
+                json,
+                value,
+                "grants",
+                "grant list",
+                ["GRANT", "CLIENT", "SCOPES", "SINCE", "CLIENT ID"],
+                |g: &OAuthGrant| {
                     [
                         g.grant_id.clone(),
                         g.client_name.clone(),
@@ -60,22 +59,18 @@ pub async fn oauth(a: OauthArgs) -> anyhow::Result<()> {
                         g.created_at.clone(),
                         g.client_id.clone(),
                     ]
-                })
-                .collect();
-            println!(
-                "{}",
-                table(["GRANT", "CLIENT", "SCOPES", "SINCE", "CLIENT ID"], &rows)
-            );
+                },
+            )
         }
         GrantsAction::Revoke { grant_id } => {
             let url = api.url(&["oauth", "grants", &grant_id], &[])?;
             api.call(Method::DELETE, url, None).await?;
-            if json {
-                print_json(&json!({ "revoked": grant_id }));
-            } else {
-                println!("revoked {grant_id}: its tokens no longer work");
-            }
+            print_result_line(
+                json,
+                &json!({ "revoked": grant_id }),
+                format!("revoked {grant_id}: its tokens no longer work"),
+            );
+            Ok(())
         }
     }
-    Ok(())
 }

@@ -1,9 +1,9 @@
 //! `xmemo save`: a new revision from flags, or from a skill directory with `--dir`.
 
 use super::Conn;
-use super::http::{Api, Failure, decode, fail};
-use super::output::print_json;
+use super::http::{Api, Failure, decode, fail, not_answered_with};
 use super::skilldir;
+use crate::output::print_result;
 use clap::Args;
 use reqwest::Method;
 use serde_json::{Map, Value, json};
@@ -62,18 +62,13 @@ pub async fn run(a: SaveArgs) -> anyhow::Result<()> {
     let request = build_request(&a)?;
     let api = Api::new(&a.conn)?;
     let url = api.url(&["skills"], &[])?;
-    let value = api
-        .call(Method::POST, url, Some(&request))
-        .await?
-        .unwrap_or(Value::Null);
-    if a.conn.json {
-        print_json(&value);
-        return Ok(());
-    }
+    let value = api.send(Method::POST, url, Some(&request)).await?;
+    print_result(a.conn.json, value, print_saved)
+}
+
+fn print_saved(value: Value) -> anyhow::Result<()> {
     let ToolResult::Saved(s) = decode(value, "save result")? else {
-        return Err(fail(Failure::unexpected(
-            "the server did not answer with a saved revision",
-        )));
+        return Err(not_answered_with("a saved revision"));
     };
     if s.created {
         println!(

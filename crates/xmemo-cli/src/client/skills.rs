@@ -2,8 +2,9 @@
 //! lifecycle actions, archive and restore.
 
 use super::Conn;
-use super::http::{Api, Failure, decode, fail};
-use super::output::{excerpt, or_dash, print_json, short_hash, size, table};
+use super::http::{Api, Failure, decode, decode_field, fail, not_answered_with};
+use super::text::{excerpt, or_dash, short_hash, size, table_of};
+use crate::output::{print_json, print_result};
 use clap::Args;
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -103,24 +104,16 @@ pub async fn search(a: SearchArgs) -> anyhow::Result<()> {
             ("workspace", a.workspace.as_deref()),
         ],
     )?;
-    let value = api.get(url).await?;
-    if a.conn.json {
-        print_json(&value);
-        return Ok(());
-    }
-    let ToolResult::Descriptors(found) = decode(value, "search result")? else {
-        return Err(fail(Failure::unexpected(
-            "the server did not answer with descriptors",
-        )));
-    };
-    if found.skills.is_empty() {
-        println!("no published skill matches `{}`", a.query);
-        return Ok(());
-    }
-    let rows: Vec<[String; 5]> = found
-        .skills
-        .iter()
-        .map(|s| {
+    print_result(a.conn.json, api.get(url).await?, |value| {
+        let ToolResult::Descriptors(found) = decode(value, "search result")? else {
+            return Err(not_answered_with("descriptors"));
+        };
+        if found.skills.is_empty() {
+            println!("no published skill matches `{}`", a.query);
+            return Ok(());
+        }
+        let headers = ["SLUG", "NAME", "WORKSPACE", "SCORE", "DESCRIPTION"];
+        let table = table_of(headers, &found.skills, |s| {
             [
                 s.slug.clone(),
                 excerpt(&s.name, 40),
@@ -128,13 +121,10 @@ pub async fn search(a: SearchArgs) -> anyhow::Result<()> {
                 format!("{:.3}", s.score),
                 excerpt(&s.description, 60),
             ]
-        })
-        .collect();
-    println!(
-        "{}",
-        table(["SLUG", "NAME", "WORKSPACE", "SCORE", "DESCRIPTION"], &rows)
-    );
-    Ok(())
+        });
+        println!("{table}");
+        Ok(())
+    })
 }
 
 pub async fn recall(a: RecallArgs) -> anyhow::Result<()> {
@@ -145,7 +135,7 @@ pub async fn recall(a: RecallArgs) -> anyhow::Result<()> {
             &["skills", &a.slug],
             &[("workspace", ws), ("revision_id", a.revision.as_deref())],
         )?;
-        return print_root(api.get(url).await?, a.conn.json);
+        return print_result(a.conn.json, api.get(url).await?, print_root);
     };
     let path: Vec<&str> = resource.split('/').collect();
     let Some(revision) = a.revision.as_deref() else {
@@ -153,7 +143,7 @@ pub async fn recall(a: RecallArgs) -> anyhow::Result<()> {
         let mut segments = vec!["skills", a.slug.as_str(), "resources"];
         segments.extend(&path);
         let url = api.url(&segments, &[("workspace", ws)])?;
-        return print_resource(api.get(url).await?, a.conn.json);
+        return print_result(a.conn.json, api.get(url).await?, print_resource);
     };
     let mut segments = vec![
         "skills",
@@ -166,7 +156,7 @@ pub async fn recall(a: RecallArgs) -> anyhow::Result<()> {
     match &a.output {
         None => {
             let url = api.url(&segments, &[("workspace", ws)])?;
-            print_resource(api.get(url).await?, a.conn.json)
+            print_result(a.conn.json, api.get(url).await?, print_resource)
         }
         Some(out) => {
             let url = api.url(&segments, &[("workspace", ws), ("raw", Some("true"))])?;
@@ -222,15 +212,9 @@ fn write_output(out: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     })
 }
 
-fn print_root(value: Value, json: bool) -> anyhow::Result<()> {
-    if json {
-        print_json(&value);
-        return Ok(());
-    }
+fn print_root(value: Value) -> anyhow::Result<()> {
     let ToolResult::Root(root) = decode(value, "recall result")? else {
-        return Err(fail(Failure::unexpected(
-            "the server did not answer with a skill root",
-        )));
+        return Err(not_answered_with("a skill root"));
     };
     println!("{} ({}) in {}", root.name, root.slug, root.workspace);
     println!("{}", root.description);
@@ -249,23 +233,17 @@ fn print_root(value: Value, json: bool) -> anyhow::Result<()> {
         return Ok(());
     }
     println!("resources ({}):", root.resources.len());
-    let rows: Vec<[String; 5]> = root
-        .resources
-        .iter()
-        .map(|r| {
-            [
-                r.logical_path.clone(),
-                r.component_type.to_string(),
-                size(r.size),
-                r.media_type.clone(),
-                short_hash(&r.content_hash),
-            ]
-        })
-        .collect();
-    println!(
-        "{}",
-        table(["PATH", "TYPE", "SIZE", "MEDIA TYPE", "SHA256"], &rows)
-    );
+    let headers = ["PATH", "TYPE", "SIZE", "MEDIA TYPE", "SHA256"];
+    let table = table_of(headers, &root.resources, |r| {
+        [
+            r.logical_path.clone(),
+            r.component_type.to_string(),
+            size(r.size),
+            r.media_type.clone(),
+            short_hash(&r.content_hash),
+        ]
+    });
+    println!("{table}");
     println!();
     println!(
         "read one: xmemo recall {} --revision {} --resource PATH [-o FILE]",
@@ -274,15 +252,9 @@ fn print_root(value: Value, json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn print_resource(value: Value, json: bool) -> anyhow::Result<()> {
-    if json {
-        print_json(&value);
-        return Ok(());
-    }
+fn print_resource(value: Value) -> anyhow::Result<()> {
     let ToolResult::Resource(r) = decode(value, "resource")? else {
-        return Err(fail(Failure::unexpected(
-            "the server did not answer with a resource",
-        )));
+        return Err(not_answered_with("a resource"));
     };
     match r.encoding {
         ContentEncoding::Utf8 => {
@@ -308,55 +280,42 @@ pub async fn revisions(a: SlugArgs) -> anyhow::Result<()> {
         &["skills", &a.slug, "revisions"],
         &[("workspace", a.workspace.as_deref())],
     )?;
-    let value = api.get_all(url, "revisions").await?;
-    if a.conn.json {
-        print_json(&value);
-        return Ok(());
-    }
-    let list: Vec<RevisionSummary> = decode(
-        value.get("revisions").cloned().unwrap_or(Value::Null),
-        "revision list",
-    )?;
-    if list.is_empty() {
-        println!("{} has no revisions", a.slug);
-        return Ok(());
-    }
-    let rows: Vec<[String; 7]> = list
-        .iter()
-        .map(|r| {
-            [
-                r.revision_number.to_string(),
-                r.revision_id.clone(),
-                r.status.to_string(),
-                r.created_at.clone(),
-                short_hash(&r.canonical_hash),
-                or_dash(
-                    r.attribution
-                        .agent_instance_id
-                        .as_deref()
-                        .or(r.attribution.agent_id.as_deref())
-                        .or(r.attribution.client_profile.as_deref()),
-                ),
-                or_dash(r.review_note.as_deref()),
-            ]
-        })
-        .collect();
-    println!(
-        "{}",
-        table(
-            [
-                "#",
-                "REVISION",
-                "STATUS",
-                "CREATED",
-                "HASH",
-                "SAVED VIA",
-                "NOTE"
-            ],
-            &rows
-        )
-    );
-    Ok(())
+    print_result(a.conn.json, api.get_all(url, "revisions").await?, |value| {
+        let list: Vec<RevisionSummary> = decode_field(&value, "revisions", "revision list")?;
+        if list.is_empty() {
+            println!("{} has no revisions", a.slug);
+            return Ok(());
+        }
+        let headers = [
+            "#",
+            "REVISION",
+            "STATUS",
+            "CREATED",
+            "HASH",
+            "SAVED VIA",
+            "NOTE",
+        ];
+        println!("{}", table_of(headers, &list, revision_row));
+        Ok(())
+    })
+}
+
+fn revision_row(r: &RevisionSummary) -> [String; 7] {
+    let who = &r.attribution;
+    [
+        r.revision_number.to_string(),
+        r.revision_id.clone(),
+        r.status.to_string(),
+        r.created_at.clone(),
+        short_hash(&r.canonical_hash),
+        or_dash(
+            who.agent_instance_id
+                .as_deref()
+                .or(who.agent_id.as_deref())
+                .or(who.client_profile.as_deref()),
+        ),
+        or_dash(r.review_note.as_deref()),
+    ]
 }
 
 fn action_segment(action: LifecycleAction) -> &'static str {
@@ -413,18 +372,15 @@ async fn change_status(
         &[("workspace", workspace)],
     )?;
     let body = note.map(|n| json!({ "note": n }));
-    let value = api
-        .call(Method::POST, url, body.as_ref())
-        .await?
-        .unwrap_or(Value::Null);
-    if conn.json {
-        print_json(&value);
-        return Ok(());
-    }
-    let r: RevisionSummary = decode(
-        value.get("revision").cloned().unwrap_or(Value::Null),
-        "revision",
-    )?;
+    let value = api.send(Method::POST, url, body.as_ref()).await?;
+    print_result(conn.json, value, |value| {
+        let r: RevisionSummary = decode_field(&value, "revision", "revision")?;
+        print_status_change(slug, &r);
+        Ok(())
+    })
+}
+
+fn print_status_change(slug: &str, r: &RevisionSummary) {
     let hint = match r.status {
         RevisionStatus::Proposed => format!(
             " — waiting for a team owner or admin: xmemo approve {slug} {}",
@@ -441,7 +397,6 @@ async fn change_status(
         "{slug} revision {} ({}) is now {}{hint}",
         r.revision_number, r.revision_id, r.status
     );
-    Ok(())
 }
 
 pub async fn archive(a: ArchiveArgs) -> anyhow::Result<()> {
@@ -460,25 +415,20 @@ async fn set_archived(a: ArchiveArgs, archived: bool) -> anyhow::Result<()> {
         &[("workspace", a.workspace.as_deref())],
     )?;
     let body = a.reason.map(|r| json!({ "reason": r }));
-    let value = api
-        .call(Method::POST, url, body.as_ref())
-        .await?
-        .unwrap_or(Value::Null);
-    if a.conn.json {
-        print_json(&value);
-        return Ok(());
-    }
-    let skill: SkillView = decode(value.get("skill").cloned().unwrap_or(Value::Null), "skill")?;
-    if archived {
-        println!(
-            "archived {} in {}: it no longer appears in search or recall; pinned reads keep working",
-            skill.slug, skill.workspace
-        );
-    } else {
-        println!(
-            "restored {} in {}: it is {} again",
-            skill.slug, skill.workspace, skill.asset_status
-        );
-    }
-    Ok(())
+    let value = api.send(Method::POST, url, body.as_ref()).await?;
+    print_result(a.conn.json, value, |value| {
+        let skill: SkillView = decode_field(&value, "skill", "skill")?;
+        if archived {
+            println!(
+                "archived {} in {}: it no longer appears in search or recall; pinned reads keep working",
+                skill.slug, skill.workspace
+            );
+        } else {
+            println!(
+                "restored {} in {}: it is {} again",
+                skill.slug, skill.workspace, skill.asset_status
+            );
+        }
+        Ok(())
+    })
 }

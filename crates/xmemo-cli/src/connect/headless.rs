@@ -4,6 +4,7 @@
 
 use super::shell_quote;
 use crate::agent_instance::{self, Stored};
+use crate::output::{print_json, print_result};
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -19,25 +20,29 @@ pub async fn run(base: &str, profile: Option<&str>, json_out: bool) -> anyhow::R
     if let Some(p) = profile {
         env.push(("XMEMO_PROFILE", p.to_string()));
     }
-    if json_out {
-        let env_obj: serde_json::Map<String, Value> = env
-            .iter()
-            .map(|(k, v)| (k.to_string(), Value::String(v.clone())))
-            .collect();
-        crate::client::print_json(&json!({
-            "client": "headless",
-            "auth": "key",
-            "env": env_obj,
-            "agent_instance_source": source,
-            "env_from_secret_store": ["XMEMO_KEY"],
-            "command": ["xmemo", "mcp"],
-            "recipe_url": recipe_url,
-            "recipe": recipe,
-        }));
-        return Ok(());
-    }
+    let env_obj: serde_json::Map<String, Value> = env
+        .iter()
+        .map(|(k, v)| (k.to_string(), Value::String(v.clone())))
+        .collect();
+    let answer = json!({
+        "client": "headless",
+        "auth": "key",
+        "env": env_obj,
+        "agent_instance_source": source,
+        "env_from_secret_store": ["XMEMO_KEY"],
+        "command": ["xmemo", "mcp"],
+        "recipe_url": recipe_url,
+        "recipe": recipe,
+    });
+    print_result(json_out, answer, |_| {
+        print_recipe(&env, &source, &recipe_url, &recipe);
+        Ok(())
+    })
+}
+
+fn print_recipe(env: &[(&str, String)], source: &str, recipe_url: &str, recipe: &Value) {
     println!("# Headless runner (CI job, cron agent, container): environment only.");
-    for (k, v) in &env {
+    for (k, v) in env {
         println!("export {k}={}", shell_quote(v));
     }
     println!(
@@ -51,8 +56,7 @@ pub async fn run(base: &str, profile: Option<&str>, json_out: bool) -> anyhow::R
     println!("xmemo mcp   # MCP over stdin/stdout, for any MCP client library");
     println!();
     println!("# The server's recipe ({recipe_url}):");
-    crate::client::print_json(&recipe);
-    Ok(())
+    print_json(recipe);
 }
 
 async fn fetch(url: &str) -> anyhow::Result<Value> {

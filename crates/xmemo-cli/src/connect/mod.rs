@@ -12,6 +12,7 @@ mod json_doc;
 mod toml_doc;
 mod write;
 
+use crate::output::print_result;
 use anyhow::{Context, bail};
 use clients::{Auth, Client, Format, Plan, SERVER_NAME};
 use json_doc::Merge;
@@ -86,12 +87,11 @@ pub async fn run(args: ConnectArgs) -> anyhow::Result<()> {
     } else {
         None
     };
-    if args.json {
-        print_json(&plan, format, &snippet, path.as_deref(), outcome.as_ref());
-    } else {
+    let answer = json_answer(&plan, format, &snippet, path.as_deref(), outcome.as_ref());
+    print_result(args.json, answer, |_| {
         print_text(&plan, &snippet, path.as_deref(), outcome.as_ref());
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
 /// `http(s)://host[:port][/base]`, without a trailing slash; credentials, queries and
@@ -301,13 +301,13 @@ fn print_text(plan: &Plan, snippet: &str, path: Option<&Path>, outcome: Option<&
     }
 }
 
-fn print_json(
+fn json_answer(
     plan: &Plan,
     format: Format,
     snippet: &str,
     path: Option<&Path>,
     outcome: Option<&Outcome>,
-) {
+) -> serde_json::Value {
     let write = outcome.map(|o| {
         json!({
             "path": o.path.display().to_string(),
@@ -318,7 +318,7 @@ fn print_json(
             "warnings": o.warnings,
         })
     });
-    let value = json!({
+    json!({
         "client": plan.client.name(),
         "auth": plan.auth,
         "profile": plan.profile,
@@ -331,8 +331,7 @@ fn print_json(
         "command": plan.command,
         "next_steps": plan.next_steps,
         "write": write,
-    });
-    crate::client::print_json(&value);
+    })
 }
 
 /// A command line a POSIX shell reads back as these words (single quotes where needed, so

@@ -84,31 +84,30 @@ fn url_secrets(url: &str) -> Vec<String> {
             }
         }
     }
-    let decoded: Vec<String> = secrets.iter().map(|s| percent_decode(s)).collect();
+    let decoded: Vec<String> = secrets
+        .iter()
+        .map(|s| {
+            // Not UTF-8 once decoded: the driver refuses that in the userinfo but reads a
+            // `password=` parameter lossily, so the lossy form is hidden too.
+            percent_decoded(s).unwrap_or_else(|_| {
+                percent_encoding::percent_decode_str(s)
+                    .decode_utf8_lossy()
+                    .into_owned()
+            })
+        })
+        .collect();
     secrets.extend(decoded);
     secrets.retain(|s| !s.is_empty());
     secrets
 }
 
-fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%'
-            && let Some(b) = bytes
-                .get(i + 1..i + 3)
-                .and_then(|h| std::str::from_utf8(h).ok())
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-        {
-            out.push(b);
-            i += 3;
-            continue;
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+/// The text with its `%XX` escapes decoded, as URL parsers do. An escape that is not `%`
+/// followed by two hex digits (`%+5`, `%4`, `%zz`) is kept as written: the crate checks for
+/// the digits themselves, where a hand-written `from_str_radix` took `+5` for 5.
+fn percent_decoded(text: &str) -> Result<String, std::str::Utf8Error> {
+    percent_encoding::percent_decode_str(text)
+        .decode_utf8()
+        .map(std::borrow::Cow::into_owned)
 }
 
 /// Removes every password the URL carries from a message.
@@ -118,4 +117,33 @@ pub(crate) fn scrub(message: &str, url: &str) -> String {
         out = out.replace(&secret, "***");
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_decode() {
+        assert_eq!(percent_decoded("s3cr%40t").as_deref(), Ok("s3cr@t"));
+        assert_eq!(percent_decoded("%e2%82%ac").as_deref(), Ok("€"));
+    }
+
+    #[test]
+    fn a_sign_is_not_a_hex_digit() {
+        let decoded = percent_decoded("a%+5b").expect("ASCII decodes");
+        assert_eq!(decoded, "a%+5b");
+        assert!(!decoded.contains('\u{5}'));
+        assert_eq!(percent_decoded("%-5%4%zz").as_deref(), Ok("%-5%4%zz"));
+    }
+
+    #[test]
+    fn bytes_that_are_not_utf8_are_an_error() {
+        assert!(percent_decoded("pass%ffword").is_err());
+        let url = "postgres://app@db/x?password=pass%ffword";
+        assert_eq!(
+            scrub("auth pass%ffword / pass\u{fffd}word failed", url),
+            "auth *** / *** failed"
+        );
+    }
 }

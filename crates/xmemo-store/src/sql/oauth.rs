@@ -203,36 +203,45 @@ async fn insert_tokens<D: Dialect>(
     Ok(())
 }
 
-/// Spends the code and stores the tokens of its grant, unless the code was spent already or
-/// its grant was revoked (then nothing is written).
-pub async fn redeem_code<D: Dialect>(
+/// A single-use secret's two statements. `find_grant` reads the `grant_id` it belongs to
+/// (`$1`: its hash; no row when it is unknown or its grant was revoked); `spend` is the
+/// compare-and-set that marks it used (`$1`: now, `$2`: its hash) and changes no row when it
+/// was spent already, so of two concurrent exchanges exactly one writes.
+struct SingleUse {
+    find_grant: &'static str,
+    spend: &'static str,
+}
+
+const AUTHORIZATION_CODE: SingleUse = SingleUse {
+    find_grant: "SELECT c.grant_id FROM oauth_codes c JOIN oauth_grants g ON g.grant_id = c.grant_id WHERE c.code_hash = $1 AND g.revoked_at IS NULL",
+    spend: "UPDATE oauth_codes SET used_at = $1 WHERE code_hash = $2 AND used_at IS NULL",
+};
+
+const REFRESH_TOKEN: SingleUse = SingleUse {
+    find_grant: "SELECT t.grant_id FROM oauth_tokens t JOIN oauth_grants g ON g.grant_id = t.grant_id WHERE t.token_hash = $1 AND t.kind = 'refresh' AND g.revoked_at IS NULL",
+    spend: "UPDATE oauth_tokens SET rotated_at = $1 WHERE token_hash = $2 AND rotated_at IS NULL AND revoked_at IS NULL AND expires_at > $1",
+};
+
+/// Spends the secret and stores `tokens` in its grant with the audit entry, in one
+/// transaction; when the secret cannot be spent nothing is written.
+async fn exchange_once<D: Dialect>(
     store: &SqlStore<D>,
-    code_hash: &str,
+    secret: &SingleUse,
+    secret_hash: &str,
     tokens: &[NewOAuthToken],
     audit: AuditDraft,
 ) -> StoreResult<Exchange> {
     let at = now();
     let mut s = store.write().await?;
     let Some(row) = s
-        .optional(
-            Stmt::new(
-                "SELECT c.grant_id FROM oauth_codes c JOIN oauth_grants g ON g.grant_id = c.grant_id WHERE c.code_hash = $1 AND g.revoked_at IS NULL",
-            )
-            .bind(code_hash),
-        )
+        .optional(Stmt::new(secret.find_grant).bind(secret_hash))
         .await?
     else {
         return Ok(Exchange::AlreadyUsed);
     };
     let grant_id = row.text("grant_id")?;
     let spent = s
-        .execute(
-            Stmt::new(
-                "UPDATE oauth_codes SET used_at = $1 WHERE code_hash = $2 AND used_at IS NULL",
-            )
-            .bind(&at)
-            .bind(code_hash),
-        )
+        .execute(Stmt::new(secret.spend).bind(&at).bind(secret_hash))
         .await?;
     if spent == 0 {
         return Ok(Exchange::AlreadyUsed);
@@ -241,6 +250,17 @@ pub async fn redeem_code<D: Dialect>(
     audit::append(&mut s, &audit).await?;
     s.commit().await?;
     Ok(Exchange::Issued)
+}
+
+/// Spends the code and stores the tokens of its grant, unless the code was spent already or
+/// its grant was revoked (then nothing is written).
+pub async fn redeem_code<D: Dialect>(
+    store: &SqlStore<D>,
+    code_hash: &str,
+    tokens: &[NewOAuthToken],
+    audit: AuditDraft,
+) -> StoreResult<Exchange> {
+    exchange_once(store, &AUTHORIZATION_CODE, code_hash, tokens, audit).await
 }
 
 pub async fn find_token<D: Dialect>(
@@ -281,36 +301,7 @@ pub async fn rotate_refresh_token<D: Dialect>(
     tokens: &[NewOAuthToken],
     audit: AuditDraft,
 ) -> StoreResult<Exchange> {
-    let at = now();
-    let mut s = store.write().await?;
-    let Some(row) = s
-        .optional(
-            Stmt::new(
-                "SELECT t.grant_id FROM oauth_tokens t JOIN oauth_grants g ON g.grant_id = t.grant_id WHERE t.token_hash = $1 AND t.kind = 'refresh' AND g.revoked_at IS NULL",
-            )
-            .bind(token_hash),
-        )
-        .await?
-    else {
-        return Ok(Exchange::AlreadyUsed);
-    };
-    let grant_id = row.text("grant_id")?;
-    let spent = s
-        .execute(
-            Stmt::new(
-                "UPDATE oauth_tokens SET rotated_at = $1 WHERE token_hash = $2 AND rotated_at IS NULL AND revoked_at IS NULL AND expires_at > $1",
-            )
-            .bind(&at)
-            .bind(token_hash),
-        )
-        .await?;
-    if spent == 0 {
-        return Ok(Exchange::AlreadyUsed);
-    }
-    insert_tokens(&mut s, &grant_id, tokens, &at).await?;
-    audit::append(&mut s, &audit).await?;
-    s.commit().await?;
-    Ok(Exchange::Issued)
+    exchange_once(store, &REFRESH_TOKEN, token_hash, tokens, audit).await
 }
 
 pub async fn revoke_token<D: Dialect>(

@@ -1,13 +1,9 @@
-//! Text formatting for humans: aligned tables, shortened hashes and one-line excerpts.
+//! Text for people: aligned tables (a list answer of the server shown as one), shortened
+//! hashes, one-line excerpts and sizes.
 
+use super::http::decode_field;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
-
-pub fn print_json(value: &Value) {
-    match serde_json::to_string_pretty(value) {
-        Ok(text) => println!("{text}"),
-        Err(_) => println!("{value}"),
-    }
-}
 
 /// Columns padded to their widest cell (the last column is not padded).
 pub fn table<const N: usize>(headers: [&str; N], rows: &[[String; N]]) -> String {
@@ -35,6 +31,33 @@ pub fn table<const N: usize>(headers: [&str; N], rows: &[[String; N]]) -> String
             .map(|r| line(r.iter().map(String::as_str).collect())),
     );
     lines.join("\n")
+}
+
+/// A table with a row of `row` per item.
+pub fn table_of<T, const N: usize>(
+    headers: [&str; N],
+    items: &[T],
+    row: impl Fn(&T) -> [String; N],
+) -> String {
+    let rows: Vec<[String; N]> = items.iter().map(row).collect();
+    table(headers, &rows)
+}
+
+/// Under `json` the server's answer; else the list under `key` in it (`what` names it when it
+/// is not one) as a table.
+pub fn print_list_result<T: DeserializeOwned, const N: usize>(
+    json: bool,
+    value: Value,
+    key: &str,
+    what: &str,
+    headers: [&str; N],
+    row: impl Fn(&T) -> [String; N],
+) -> anyhow::Result<()> {
+    crate::output::print_result(json, value, |value| {
+        let items: Vec<T> = decode_field(&value, key, what)?;
+        println!("{}", table_of(headers, &items, row));
+        Ok(())
+    })
 }
 
 /// The first 12 hex digits of a hash, enough to tell revisions apart.
@@ -80,6 +103,14 @@ mod tests {
             ],
         );
         assert_eq!(t, "A    LONGER\nxyz  1\nq    22");
+    }
+
+    #[test]
+    fn a_table_of_items_has_a_row_per_item() {
+        let t = table_of(["N", "SQUARE"], &[3u32, 12], |n| {
+            [n.to_string(), (n * n).to_string()]
+        });
+        assert_eq!(t, "N   SQUARE\n3   9\n12  144");
     }
 
     #[test]
