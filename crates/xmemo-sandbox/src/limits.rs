@@ -1,15 +1,12 @@
 //! Deciding which mechanism enforces each limit, and the rlimits to set (pure).
+//!
+//! Layering: this plan reads what `cgroup` detected (its version), so `cgroup` never reads the
+//! plan; the figures both need are in `shape`.
 
 use crate::cgroup::CgroupVersion;
+use crate::shape::{SUPERVISOR_PROCESSES, TMP_BYTES};
 use crate::{EnforcedLimit, ExecutionLimits, Isolation, LimitsReport, Mechanism};
 
-/// Supervisor processes of a bubblewrap sandbox (outer bwrap + its init) counted by the pids
-/// cgroup / RLIMIT_NPROC on top of the script's `max_processes`.
-pub const SUPERVISOR_PROCESSES: u32 = 2;
-/// Size of the sandbox's private `/tmp` tmpfs.
-pub const TMP_BYTES: u64 = 64 << 20;
-/// Size of the sandbox's private `/dev/shm` tmpfs.
-pub const SHM_BYTES: u64 = 16 << 20;
 /// RLIMIT_FSIZE: largest file a script may write.
 pub const FILE_SIZE_BYTES: u64 = 64 << 20;
 /// RLIMIT_NOFILE.
