@@ -56,6 +56,20 @@ pub struct LimitPlan {
     pub nproc_inside: Option<u64>,
 }
 
+impl LimitPlan {
+    /// This plan with nothing bounding the process count, and reported so: what
+    /// `SandboxConfig::leave_process_limit_unenforced_for_tests` asks for (the caller also
+    /// leaves out the pids cgroup).
+    pub fn without_process_limit(mut self) -> Self {
+        self.rlimits.retain(|r| r.resource != libc::RLIMIT_NPROC);
+        self.nproc_inside = None;
+        self.report.max_processes =
+            EnforcedLimit::new(self.report.max_processes.value, Mechanism::Unenforced)
+                .with_note("left unenforced by a test-only engine setting");
+        self
+    }
+}
+
 /// Whether a kernel release (`uname -r`) counts RLIMIT_NPROC per user namespace (5.14+,
 /// "ucounts" rlimits), so that a limit set inside the sandbox ignores the server's own
 /// processes of the same uid (pure).
@@ -297,6 +311,43 @@ mod tests {
         // Not for the local fallback (no namespace).
         let plan = super::plan(&ExecutionLimits::default(), caps, Isolation::UnsafeLocal);
         assert_eq!(plan.report.max_processes.enforced_by, Mechanism::Unenforced);
+    }
+
+    #[test]
+    fn without_process_limit_removes_every_process_bound() {
+        let caps = Capabilities {
+            cgroup_version: Some(CgroupVersion::V1),
+            cgroup_pids: true,
+            dedicated_uid: true,
+            seccomp: true,
+            ..Capabilities::default()
+        };
+        let bounded = plan(&ExecutionLimits::default(), caps, Isolation::Bubblewrap);
+        assert!(find(&bounded, libc::RLIMIT_NPROC).is_some());
+        let unbounded = bounded.clone().without_process_limit();
+        assert!(find(&unbounded, libc::RLIMIT_NPROC).is_none());
+        assert_eq!(unbounded.nproc_inside, None);
+        assert_eq!(
+            unbounded.report.max_processes.enforced_by,
+            Mechanism::Unenforced
+        );
+        assert_eq!(unbounded.report.max_processes.value, 32);
+        // Every other limit is untouched.
+        assert_eq!(unbounded.rlimits.len(), bounded.rlimits.len() - 1);
+        assert_eq!(unbounded.report.memory_bytes, bounded.report.memory_bytes);
+
+        let namespaced = Capabilities {
+            seccomp: true,
+            namespaced_nproc: true,
+            ..Capabilities::default()
+        };
+        let inside = plan(
+            &ExecutionLimits::default(),
+            namespaced,
+            Isolation::Bubblewrap,
+        );
+        assert_eq!(inside.nproc_inside, Some(33));
+        assert_eq!(inside.without_process_limit().nproc_inside, None);
     }
 
     #[test]
