@@ -1,10 +1,11 @@
 //! Fixed-duration phases over any request/response client (MCP over HTTP, over stdio, the
 //! peer server): `clients` workers, each with its own [`Caller`], call back to back for
 //! warm-up + duration; only calls that start inside the measured window are counted.
-//! [`crate::load::run_phase`] is its REST (GET) caller.
+//! [`crate::load::run_phase`] is its REST (GET) caller, so `load` sits above this module and
+//! both take their figures from `crate::measure`.
 
 use crate::corpus::Rng;
-use crate::load::{CpuSample, Errors, Latency, PhaseConfig, PhaseResult, cpu_split};
+use crate::measure::{CpuSample, Errors, Latency, PhaseConfig, PhaseResult, cpu_split};
 use crate::server::{context_switches, cpu_seconds, machine_busy_seconds};
 use anyhow::{Context, Result};
 use std::future::Future;

@@ -4,7 +4,9 @@
 //! page next to the 50 ms p99 target (issue 13, docs/benchmarks.md "Console pages").
 
 use crate::corpus::Corpus;
-use crate::load::{self, Latency};
+use crate::load;
+use crate::measure::Latency;
+use crate::percent::encode;
 use crate::server::Server;
 use anyhow::{Context, Result, bail};
 use std::sync::Arc;
@@ -30,18 +32,6 @@ fn field(html: &str, name: &str) -> Option<String> {
     let at = html.find(&format!("name=\"{name}\" value=\""))?;
     let rest = &html[at + name.len() + 15..];
     Some(rest[..rest.find('"')?].to_string())
-}
-
-fn encode(s: &str) -> String {
-    s.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
 }
 
 /// Signs in with the admin's first-start password; the session cookie.

@@ -7,8 +7,10 @@ mod console;
 mod corpus;
 mod load;
 mod mcp;
+mod measure;
 mod memories;
 mod peer;
+mod percent;
 mod read_path;
 mod relevance;
 mod report;
@@ -17,12 +19,15 @@ mod saves;
 mod server;
 mod skills_list;
 mod startup;
+mod write_phase;
 mod writes;
 
 use anyhow::{Context, Result, bail};
 use clap::Parser;
 use corpus::{Corpus, QueryKind, Rng, SCRIPT_PATH};
-use load::{PhaseConfig, RequestGen, Seeded};
+use load::{RequestGen, Seeded};
+use measure::PhaseConfig;
+use percent::encode;
 use report::{Level, Phase, Report, SizeReport};
 use serde_json::Value;
 use server::{Server, StartOptions};
@@ -89,7 +94,7 @@ struct Args {
     #[arg(long, default_value_t = 200)]
     quality_queries: usize,
     #[command(flatten)]
-    writes: writes::WriteArgs,
+    writes: write_phase::WriteArgs,
     #[command(flatten)]
     read_path: read_path::ReadPathArgs,
 }
@@ -144,7 +149,7 @@ async fn main() -> Result<()> {
     };
 
     if !args.writes.phases.is_empty() {
-        let common = writes::Common {
+        let common = write_phase::Common {
             bin: &bin,
             database_url: args.database_url.as_deref(),
             admin_key_file: args.admin_key_file.as_deref(),
@@ -515,19 +520,6 @@ fn request_gen(level: Level, corpus: Arc<Corpus>, skills: Arc<Vec<Seeded>>) -> A
             )
         }),
     }
-}
-
-/// Percent-encodes everything but unreserved characters.
-pub(crate) fn encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }
 
 /// Before measuring: the requests the phases send return what they should.

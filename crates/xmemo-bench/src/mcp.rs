@@ -5,7 +5,8 @@
 
 use crate::calls::{CallFuture, Caller, run_calls};
 use crate::corpus::{Corpus, QueryKind, Rng, SCRIPT_PATH};
-use crate::load::{PhaseConfig, PhaseResult, Seeded, snippet};
+use crate::load::{Seeded, snippet};
+use crate::measure::{PhaseConfig, PhaseResult};
 use crate::report::Level;
 use anyhow::{Context, Result, anyhow, bail};
 use serde_json::{Value, json};

@@ -10,7 +10,8 @@
 //! every memory with the attribute or the noise word.
 
 use crate::corpus::Rng;
-use crate::load::{Latency, client};
+use crate::load::client;
+use crate::measure::Latency;
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 use std::sync::Arc;

@@ -5,8 +5,9 @@
 
 use crate::calls::{CallFuture, Caller, run_calls};
 use crate::corpus::{Corpus, QueryKind, Rng};
-use crate::load::{PhaseConfig, PhaseResult, Seeded};
+use crate::load::Seeded;
 use crate::mcp::{StdioPeer, check_result};
+use crate::measure::{PhaseConfig, PhaseResult};
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};

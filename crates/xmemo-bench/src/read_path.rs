@@ -3,8 +3,9 @@
 //! verdict per target, all run after the REST phases of each size.
 
 use crate::corpus::{Corpus, QueryKind};
-use crate::load::{PhaseConfig, PhaseResult, Seeded};
+use crate::load::Seeded;
 use crate::mcp::{self, Transport};
+use crate::measure::{PhaseConfig, PhaseResult};
 use crate::report::{Level, SizeReport};
 use crate::{peer, relevance};
 use anyhow::Result;

@@ -213,7 +213,7 @@ pub async fn check(
             let name = &texts[i].0;
             let url = format!(
                 "{base}/api/v1/skills?query={}&limit=10",
-                crate::encode(&query)
+                crate::percent::encode(&query)
             );
             let resp = client
                 .get(&url)

@@ -1,7 +1,8 @@
 //! The results: a human-readable table with each target next to its figure, and JSON.
 
 use crate::corpus::QueryKind;
-use crate::load::{Errors, Latency, PhaseResult, SeedResult};
+use crate::load::SeedResult;
+use crate::measure::{Errors, Latency, PhaseResult};
 use crate::server::Memory;
 use serde_json::{Map, Value, json};
 use std::fmt::Write;

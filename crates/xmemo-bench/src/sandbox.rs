@@ -2,7 +2,7 @@
 //! `python3 -c pass` bare on the host (median and p90 of `--runs` sequential runs each).
 
 use crate::load;
-use crate::writes::{Common, WriteArgs, median_p90, met};
+use crate::write_phase::{Common, WriteArgs, median_p90, met};
 use anyhow::{Context, Result, anyhow, bail};
 use serde_json::{Value, json};
 use std::time::Instant;

@@ -3,7 +3,7 @@
 
 use crate::corpus::Corpus;
 use crate::load;
-use crate::writes::{Common, WriteArgs, met};
+use crate::write_phase::{Common, WriteArgs, met};
 use anyhow::Result;
 use std::sync::Arc;
 

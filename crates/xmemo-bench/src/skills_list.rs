@@ -4,7 +4,7 @@
 
 use crate::corpus::Corpus;
 use crate::load;
-use crate::writes::{Common, WriteArgs, median_p90, met};
+use crate::write_phase::{Common, WriteArgs, median_p90, met};
 use anyhow::{Result, anyhow, bail};
 use serde_json::{Value, json};
 use std::collections::HashSet;

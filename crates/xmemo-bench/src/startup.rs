@@ -3,7 +3,7 @@
 
 use crate::corpus::Corpus;
 use crate::load;
-use crate::writes::{Common, WriteArgs, median_p90, met};
+use crate::write_phase::{Common, WriteArgs, median_p90, met};
 use anyhow::{Context, Result, bail};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};

@@ -5,7 +5,6 @@
 mod common;
 
 use common::*;
-use std::time::{Duration, Instant};
 use xmemo_core::ErrorCode;
 use xmemo_core::package::{
     ArchiveLimits, FRONTMATTER_MAX_BYTES, PackageError, PackageFile, read_files, read_zip,
@@ -211,14 +210,21 @@ fn zip_bomb_is_stopped_early() {
     // 50 MiB of zeros deflates to ~50 KiB; the reader must stop long before 50 MiB: it
     // counts what it decompresses and stops one chunk past the 1 MiB per-file cap.
     let zeros = vec![0u8; 50 << 20];
-    let zip = zip_of(&[("SKILL.md", SKILL_MD), ("assets/bomb.bin", &zeros)]);
+    let mut zip = zip_of(&[("SKILL.md", SKILL_MD), ("assets/bomb.bin", &zeros)]);
     drop(zeros);
     assert!(zip.len() < 1 << 20);
-    let start = Instant::now();
+    // With a wrong CRC the bomb is refused as oversized only by a reader that stopped before
+    // its end: one that decompressed all 50 MiB (and only then measured) would have reached
+    // the CRC check and called the archive corrupt. The error, not a clock, is the evidence.
+    set_wrong_crc(&mut zip, "assets/bomb.bin");
     let e = refused(&zip);
-    assert!(start.elapsed() < Duration::from_secs(5));
     assert_kind(&e, "entry_too_large", "assets/bomb.bin");
     assert_eq!(e.code(), ErrorCode::PayloadTooLarge);
+    assert_eq!(e.limit(), Some(ArchiveLimits::default().max_entry_bytes));
+    // The wrong CRC is caught where an entry is read to its end.
+    let mut small = zip_of(&[("SKILL.md", SKILL_MD), ("assets/small.bin", &[0u8; 4096])]);
+    set_wrong_crc(&mut small, "assets/small.bin");
+    assert_kind(&refused(&small), "corrupt_archive", "assets/small.bin");
 }
 
 #[test]

@@ -3,7 +3,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use crate::limits::{SHM_BYTES, TMP_BYTES};
+use crate::shape::{SHM_BYTES, TMP_BYTES};
 
 /// Where the run's files appear inside the sandbox (read-only, the working directory).
 pub const SANDBOX_SKILL_DIR: &str = "/skill";

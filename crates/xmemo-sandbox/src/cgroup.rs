@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use crate::ExecutionLimits;
+use crate::shape::SUPERVISOR_PROCESSES;
 
 /// Prefix of per-run cgroup directory names.
 pub const RUN_PREFIX: &str = "xmemo-";
@@ -406,7 +407,7 @@ fn write_limit(
     controller: Controller,
     limits: &ExecutionLimits,
 ) -> io::Result<()> {
-    let overhead = u64::from(crate::limits::SUPERVISOR_PROCESSES);
+    let overhead = u64::from(SUPERVISOR_PROCESSES);
     let quota = u64::from(limits.cpu_millicores) * CPU_PERIOD_US / 1000;
     match (version, controller) {
         (CgroupVersion::V1, Controller::Memory) => {

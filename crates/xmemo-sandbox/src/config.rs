@@ -32,6 +32,11 @@ pub struct SandboxConfig {
     /// cgroup v2 only: a delegated directory under which per-run cgroups are created. `None`
     /// uses the server's own cgroup when it has the controllers enabled for its children.
     pub cgroup_parent: Option<PathBuf>,
+    /// Tests only: run without any process limit (no pids cgroup, no RLIMIT_NPROC) and report
+    /// it unenforced, so the tests that must fail when nothing bounds a fork bomb can be shown
+    /// to fail. No environment variable maps to it ([`SandboxConfig::from_env`] keeps it
+    /// `false`), so an operator cannot turn it on.
+    pub leave_process_limit_unenforced_for_tests: bool,
 }
 
 impl Default for SandboxConfig {
@@ -44,6 +49,7 @@ impl Default for SandboxConfig {
             uid_count: 1024,
             use_cgroups: true,
             cgroup_parent: None,
+            leave_process_limit_unenforced_for_tests: false,
         }
     }
 }
@@ -117,5 +123,18 @@ mod tests {
         assert_eq!(config.scratch_root, PathBuf::from("/var/tmp/x"));
         assert!(!config.use_cgroups);
         assert!(config_with(&[]).use_cgroups);
+    }
+
+    #[test]
+    fn no_environment_leaves_the_process_limit_unenforced() {
+        let every_variable = [
+            (ENV_ALLOW_UNSAFE_LOCAL_FALLBACK, "1"),
+            (ENV_BWRAP, "/opt/bwrap"),
+            (ENV_SCRATCH_DIR, "/var/tmp/x"),
+            (ENV_CGROUP_PARENT, "/sys/fs/cgroup/x"),
+            (ENV_CGROUPS, "0"),
+        ];
+        assert!(!config_with(&every_variable).leave_process_limit_unenforced_for_tests);
+        assert!(!SandboxConfig::default().leave_process_limit_unenforced_for_tests);
     }
 }

@@ -377,7 +377,11 @@ async fn execute(
         let uids = inner.uids.clone();
         let scratch_root = inner.config.scratch_root.clone();
         let with_tmp = isolation == Isolation::UnsafeLocal;
-        let support = probed.cgroups.clone();
+        let leave_pids_out = inner.config.leave_process_limit_unenforced_for_tests;
+        let support = probed.cgroups.clone().map(|support| CgroupSupport {
+            pids: support.pids.filter(|_| !leave_pids_out),
+            ..support
+        });
         let execution_id = execution_id.clone();
         let run_limits = run_limits.clone();
         tokio::task::spawn_blocking(move || {
@@ -415,6 +419,11 @@ async fn execute(
         namespaced_nproc: lease.is_none() && probed.nproc_helper.is_some(),
     };
     let plan = limits::plan(&run_limits, caps, isolation);
+    let plan = if inner.config.leave_process_limit_unenforced_for_tests {
+        plan.without_process_limit()
+    } else {
+        plan
+    };
     let setup = ChildSetup {
         cgroup_join: cgroup.as_ref().map(RunCgroup::join_fds).unwrap_or_default(),
         rlimits: plan.rlimits.clone(),

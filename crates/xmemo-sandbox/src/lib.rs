@@ -136,6 +136,7 @@ mod runner;
 mod runtime;
 mod scratch;
 mod seccomp;
+mod shape;
 mod uid;
 
 pub use config::{

@@ -1,15 +1,12 @@
 //! Deciding which mechanism enforces each limit, and the rlimits to set (pure).
+//!
+//! Layering: this plan reads what `cgroup` detected (its version), so `cgroup` never reads the
+//! plan; the figures both need are in `shape`.
 
 use crate::cgroup::CgroupVersion;
+use crate::shape::{SUPERVISOR_PROCESSES, TMP_BYTES};
 use crate::{EnforcedLimit, ExecutionLimits, Isolation, LimitsReport, Mechanism};
 
-/// Supervisor processes of a bubblewrap sandbox (outer bwrap + its init) counted by the pids
-/// cgroup / RLIMIT_NPROC on top of the script's `max_processes`.
-pub const SUPERVISOR_PROCESSES: u32 = 2;
-/// Size of the sandbox's private `/tmp` tmpfs.
-pub const TMP_BYTES: u64 = 64 << 20;
-/// Size of the sandbox's private `/dev/shm` tmpfs.
-pub const SHM_BYTES: u64 = 16 << 20;
 /// RLIMIT_FSIZE: largest file a script may write.
 pub const FILE_SIZE_BYTES: u64 = 64 << 20;
 /// RLIMIT_NOFILE.
@@ -57,6 +54,20 @@ pub struct LimitPlan {
     pub rlimits: Vec<Rlimit>,
     /// RLIMIT_NPROC to set inside the sandbox (through `prlimit`), when that is the mechanism.
     pub nproc_inside: Option<u64>,
+}
+
+impl LimitPlan {
+    /// This plan with nothing bounding the process count, and reported so: what
+    /// `SandboxConfig::leave_process_limit_unenforced_for_tests` asks for (the caller also
+    /// leaves out the pids cgroup).
+    pub fn without_process_limit(mut self) -> Self {
+        self.rlimits.retain(|r| r.resource != libc::RLIMIT_NPROC);
+        self.nproc_inside = None;
+        self.report.max_processes =
+            EnforcedLimit::new(self.report.max_processes.value, Mechanism::Unenforced)
+                .with_note("left unenforced by a test-only engine setting");
+        self
+    }
 }
 
 /// Whether a kernel release (`uname -r`) counts RLIMIT_NPROC per user namespace (5.14+,
@@ -300,6 +311,43 @@ mod tests {
         // Not for the local fallback (no namespace).
         let plan = super::plan(&ExecutionLimits::default(), caps, Isolation::UnsafeLocal);
         assert_eq!(plan.report.max_processes.enforced_by, Mechanism::Unenforced);
+    }
+
+    #[test]
+    fn without_process_limit_removes_every_process_bound() {
+        let caps = Capabilities {
+            cgroup_version: Some(CgroupVersion::V1),
+            cgroup_pids: true,
+            dedicated_uid: true,
+            seccomp: true,
+            ..Capabilities::default()
+        };
+        let bounded = plan(&ExecutionLimits::default(), caps, Isolation::Bubblewrap);
+        assert!(find(&bounded, libc::RLIMIT_NPROC).is_some());
+        let unbounded = bounded.clone().without_process_limit();
+        assert!(find(&unbounded, libc::RLIMIT_NPROC).is_none());
+        assert_eq!(unbounded.nproc_inside, None);
+        assert_eq!(
+            unbounded.report.max_processes.enforced_by,
+            Mechanism::Unenforced
+        );
+        assert_eq!(unbounded.report.max_processes.value, 32);
+        // Every other limit is untouched.
+        assert_eq!(unbounded.rlimits.len(), bounded.rlimits.len() - 1);
+        assert_eq!(unbounded.report.memory_bytes, bounded.report.memory_bytes);
+
+        let namespaced = Capabilities {
+            seccomp: true,
+            namespaced_nproc: true,
+            ..Capabilities::default()
+        };
+        let inside = plan(
+            &ExecutionLimits::default(),
+            namespaced,
+            Isolation::Bubblewrap,
+        );
+        assert_eq!(inside.nproc_inside, Some(33));
+        assert_eq!(inside.without_process_limit().nproc_inside, None);
     }
 
     #[test]

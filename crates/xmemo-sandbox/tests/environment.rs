@@ -53,6 +53,11 @@ print(json.dumps({"env": dict(os.environ), "found": found}))
         assert!(!outcome.stdout.contains(SECRET));
         assert_eq!(data["found"], serde_json::json!([]), "{data}");
         let keys: Vec<&String> = env.keys().collect();
+        // The engine's own variables are there, so the loop below checks a real environment.
+        assert!(
+            env.contains_key("PATH") && env.contains_key("XMEMO_EXECUTION_ID"),
+            "{keys:?}"
+        );
         for key in &keys {
             assert!(
                 [

@@ -122,6 +122,12 @@ fn for_headers_of(
     assert_eq!(hits, 2, "entry {name:?} not found in both headers");
 }
 
+/// Makes both headers of one entry claim a CRC-32 its data does not have: the reader finds out
+/// only once it has read the entry to its end.
+pub fn set_wrong_crc(zip: &mut [u8], name: &str) {
+    for_headers_of(zip, name, |h| h[14] ^= 0xff, |h| h[16] ^= 0xff);
+}
+
 /// Sets the "encrypted" bit of the general-purpose flags of one entry.
 pub fn set_encrypted(zip: &mut [u8], name: &str) {
     for_headers_of(zip, name, |h| h[6] |= 1, |h| h[8] |= 1);

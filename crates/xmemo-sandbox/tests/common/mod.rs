@@ -5,7 +5,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use xmemo_sandbox::{ExecutionLimits, RunRequest, SandboxConfig, SandboxEngine, SandboxFile};
+use xmemo_sandbox::{
+    ExecutionLimits, Mechanism, RunOutcome, RunRequest, SandboxConfig, SandboxEngine, SandboxFile,
+};
 
 /// Whether a bare bubblewrap sandbox can run on this machine at all (independently of the
 /// engine), so that an engine bug is never mistaken for a machine without bubblewrap.
@@ -76,6 +78,28 @@ pub async fn engine_with(config: SandboxConfig) -> Option<SandboxEngine> {
 /// [`engine_with`] the default configuration.
 pub async fn engine() -> Option<SandboxEngine> {
     engine_with(SandboxConfig::default()).await
+}
+
+/// What a run needs for its process count to be bounded on this machine.
+pub const PROCESS_LIMIT: &str = "a process limit for sandboxed runs (a pids cgroup, or \
+     RLIMIT_NPROC on a uid or user namespace of the run's own)";
+
+/// Whether `outcome`'s process limit was enforced. When it was not, a test about that limit
+/// would prove nothing, so it fails, unless `XMEMO_TEST_ALLOW_SKIP=1`, where this is `false`
+/// (after a loud line) and the caller skips.
+pub fn process_limit_enforced(outcome: &RunOutcome) -> bool {
+    let limit = &outcome.limits.max_processes;
+    if limit.enforced_by != Mechanism::Unenforced {
+        return true;
+    }
+    xmemo_testkit::dependency_missing(
+        PROCESS_LIMIT,
+        &format!(
+            "the engine reports max_processes unenforced ({})",
+            limit.note.as_deref().unwrap_or("no note")
+        ),
+    );
+    false
 }
 
 /// A request running `source` as `name`.
