@@ -2,17 +2,16 @@
 //! (`main.rs`) and the phases both need it, and a phase importing from the root would close a
 //! cycle through it.
 
-/// Percent-encodes everything but unreserved characters (RFC 3986 §2.3).
+/// Everything but the unreserved characters (RFC 3986 §2.3).
+const ESCAPED: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~');
+
+/// Percent-encodes everything but unreserved characters.
 pub fn encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    percent_encoding::utf8_percent_encode(s, ESCAPED).to_string()
 }
 
 #[cfg(test)]

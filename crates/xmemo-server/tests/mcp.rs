@@ -290,7 +290,10 @@ async fn skills_extension_serves_published_skills_with_stored_digests() {
             .await
             .expect("l1"),
     );
-    for manifest in l1["data"]["resources"].as_array().expect("resources") {
+    let resources = l1["data"]["resources"].as_array().expect("resources");
+    // Every component is a listed file; the one other file is SKILL.md itself.
+    assert_eq!(resources.len(), files.len() - 1, "{resources:?}");
+    for manifest in resources {
         let path = manifest["logical_path"].as_str().expect("path");
         let uri = format!("skill://personal/pdf-tools/{}", path.replace(' ', "%20"));
         let f = files.iter().find(|f| f.uri == uri).expect("listed");

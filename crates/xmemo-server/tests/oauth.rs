@@ -7,7 +7,9 @@ mod common;
 use common::browser::{Browser, Page};
 use common::{ServeOptions, TestServer};
 use serde_json::{Value, json};
+use std::sync::Arc;
 use std::time::Duration;
+use xmemo_server::service::clock::ManualClock;
 use xmemo_server::service::oauth::{Lifetimes, OAuthConfig};
 use xmemo_testkit::oauth::{
     Answer, Request, approve, form, pkce, query_of, register, register_public,
@@ -593,14 +595,16 @@ async fn a_reused_refresh_token_revokes_its_whole_family() {
 
 #[tokio::test]
 async fn expired_codes_and_tokens_are_refused() {
+    let clock = Arc::new(ManualClock::default());
+    let shared = clock.clone();
     let s = TestServer::start_with(
-        |svc| svc,
+        move |svc| svc.with_clock(shared),
         ServeOptions {
             oauth: OAuthConfig {
                 lifetimes: Lifetimes {
-                    code: Duration::from_secs(3),
-                    access: Duration::from_secs(3),
-                    refresh: Duration::from_secs(3600),
+                    code: Duration::from_secs(60),
+                    access: Duration::from_secs(3600),
+                    refresh: Duration::from_secs(30 * 24 * 3600),
                 },
                 ..Default::default()
             },
@@ -611,7 +615,7 @@ async fn expired_codes_and_tokens_are_refused() {
     let flow = Flow::public(&s).await;
     let mut b = signed_in(&s).await;
     let code = flow.code(&s, &mut b).await;
-    tokio::time::sleep(Duration::from_millis(4500)).await;
+    clock.advance(Duration::from_secs(61));
     oauth_error(
         &flow.exchange(&s, &code, Some(&flow.verifier)).await,
         400,
@@ -619,17 +623,31 @@ async fn expired_codes_and_tokens_are_refused() {
     );
     let tokens = flow.tokens(&s, &mut b).await;
     let access = tokens["access_token"].as_str().unwrap();
-    assert_eq!(tokens["expires_in"], 3);
-    tokio::time::sleep(Duration::from_millis(4500)).await;
+    assert_eq!(tokens["expires_in"], 3600);
+    clock.advance(Duration::from_secs(3599));
+    assert_eq!(
+        s.mcp(Some(access), "tools/list", json!({})).await.status,
+        200,
+        "still within its hour"
+    );
+    clock.advance(Duration::from_secs(2));
     let expired = s.mcp(Some(access), "tools/list", json!({})).await;
     assert_eq!(expired.status, 401);
     let challenge = expired.headers["www-authenticate"].to_str().unwrap();
     assert!(challenge.contains("error=\"invalid_token\""), "{challenge}");
-    // The refresh token still gets a new one.
-    let fresh = flow
-        .refresh(&s, tokens["refresh_token"].as_str().unwrap())
-        .await;
+    // The refresh token still gets a new one…
+    let refresh = tokens["refresh_token"].as_str().unwrap();
+    let fresh = flow.refresh(&s, refresh).await;
     assert_eq!(fresh.status, 200);
+    // …until the refresh token itself expires.
+    clock.advance(Duration::from_secs(30 * 24 * 3600 + 1));
+    oauth_error(
+        &flow
+            .refresh(&s, fresh.body["refresh_token"].as_str().unwrap())
+            .await,
+        400,
+        "invalid_grant",
+    );
 }
 
 #[tokio::test]

@@ -1421,7 +1421,8 @@ async fn zipball(
         "file" => redirect("file:///etc/passwd".into()),
         "ratelimited" => StatusCode::TOO_MANY_REQUESTS.into_response(),
         "slow" => {
-            tokio::time::sleep(Duration::from_secs(5)).await;
+            // Far past any fetch timeout a test sets, so only the timeout can end the wait.
+            tokio::time::sleep(Duration::from_secs(SLOW_HOST_SECONDS)).await;
             StatusCode::NOT_FOUND.into_response()
         }
         // Like GitHub: a relative-looking redirect to codeload.
@@ -1469,6 +1470,9 @@ async fn clawhub(
         None => (StatusCode::NOT_FOUND, "{\"error\":\"not found\"}").into_response(),
     }
 }
+
+/// How long the imitation's `slow` repository takes to answer.
+const SLOW_HOST_SECONDS: u64 = 60;
 
 async fn start_imitation(huge: usize) -> Imitation {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -1729,7 +1733,13 @@ async fn slow_hosts_time_out_and_http_needs_allow_http() {
         "{}",
         r.body
     );
-    assert!(started.elapsed() < Duration::from_secs(4));
+    // The 1 s timeout, not the host, ended it: a fetch without a timeout waits the host's
+    // full minute. The bound leaves a loaded machine plenty of room.
+    assert!(
+        started.elapsed() < Duration::from_secs(SLOW_HOST_SECONDS / 2),
+        "{:?}",
+        started.elapsed()
+    );
 
     // Without allow_http, a plain-http base is refused before any request.
     let config = FetchConfig {

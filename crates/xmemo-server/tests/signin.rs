@@ -6,7 +6,9 @@ mod common;
 
 use common::browser::Browser;
 use common::{ServeOptions, TestServer};
+use std::sync::Arc;
 use std::time::Duration;
+use xmemo_server::service::clock::ManualClock;
 use xmemo_server::service::signin::SessionConfig;
 use xmemo_server::throttle::LimiterConfig;
 
@@ -203,9 +205,12 @@ async fn signing_in_again_rotates_the_session() {
 
 #[tokio::test]
 async fn sessions_expire_when_idle_and_at_their_absolute_end() {
-    let s = TestServer::start_configured(|svc| {
-        svc.with_session_config(SessionConfig {
-            idle: Duration::from_secs(3),
+    const SIGNED_OUT: &str = "<h1>Sign in</h1>";
+    let clock = Arc::new(ManualClock::default());
+    let shared = clock.clone();
+    let s = TestServer::start_configured(move |svc| {
+        svc.with_clock(shared).with_session_config(SessionConfig {
+            idle: Duration::from_secs(600),
             absolute: Duration::from_secs(3600),
         })
     })
@@ -214,35 +219,35 @@ async fn sessions_expire_when_idle_and_at_their_absolute_end() {
     let mut b = Browser::new(&s.url);
     b.sign_in("admin", &password, "/login").await;
     assert!(b.get("/login").await.body.contains("Sign out"));
-    tokio::time::sleep(Duration::from_millis(4500)).await;
+    clock.advance(Duration::from_secs(599));
     assert!(
-        b.get("/login").await.body.contains("<h1>Sign in</h1>"),
+        b.get("/login").await.body.contains("Sign out"),
+        "still within the idle time"
+    );
+    // That use moved the idle expiry on: 599 s more is still within it.
+    clock.advance(Duration::from_secs(599));
+    assert!(
+        b.get("/login").await.body.contains("Sign out"),
+        "used, so kept"
+    );
+    clock.advance(Duration::from_secs(601));
+    assert!(
+        b.get("/login").await.body.contains(SIGNED_OUT),
         "idle too long"
     );
 
-    let s = TestServer::start_configured(|svc| {
-        svc.with_session_config(SessionConfig {
-            idle: Duration::from_secs(3600),
-            absolute: Duration::from_secs(2),
-        })
-    })
-    .await;
-    let password = admin_password(&s);
+    // Used all the time, it still ends at its absolute expiry.
     let mut b = Browser::new(&s.url);
     b.sign_in("admin", &password, "/login").await;
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    // Used all the time, it still ends at its absolute expiry.
-    loop {
-        let page = b.get("/login").await;
-        if page.body.contains("<h1>Sign in</h1>") {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the session never ended"
-        );
-        tokio::time::sleep(Duration::from_millis(300)).await;
+    for _ in 0..6 {
+        clock.advance(Duration::from_secs(590));
+        assert!(b.get("/login").await.body.contains("Sign out"));
     }
+    clock.advance(Duration::from_secs(590));
+    assert!(
+        b.get("/login").await.body.contains(SIGNED_OUT),
+        "the session outlived its absolute expiry"
+    );
 }
 
 #[tokio::test]

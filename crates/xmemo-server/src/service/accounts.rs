@@ -1,6 +1,7 @@
 //! Accounts, API keys, authentication and the first-start bootstrap.
 
 use super::Service;
+use super::clock::timestamp;
 use super::page::{self, Page, PageRequest};
 use super::types::*;
 use crate::auth::{Principal, generate_key, hash_key, parse_scopes};
@@ -48,13 +49,6 @@ pub fn throttle_key(client: IpAddr) -> IpAddr {
 pub const KEY_USE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// The store's timestamp form (`2026-01-01T10:00:00.000Z`), which sorts as text.
-fn timestamp(at: time::OffsetDateTime) -> String {
-    let format = time::macros::format_description!(
-        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
-    );
-    at.format(&format)
-        .unwrap_or_else(|_| at.unix_timestamp().to_string())
-}
 
 impl Service {
     /// Resolves an API key secret presented from `client` (the caller's address; `None` when
@@ -104,7 +98,7 @@ impl Service {
     /// [`KEY_USE_INTERVAL`]: a key used within it costs no write. A failed write is logged and
     /// does not fail the authentication.
     async fn touch_key(&self, key: &ApiKey) {
-        let now = time::OffsetDateTime::now_utc();
+        let now = self.clock.now();
         let since = timestamp(now - KEY_USE_INTERVAL);
         if key
             .last_used_at
@@ -142,7 +136,7 @@ impl Service {
             || key
                 .expires_at
                 .as_deref()
-                .is_some_and(|e| e <= xmemo_store::now().as_str())
+                .is_some_and(|e| e <= self.now().as_str())
         {
             return Err(invalid());
         }
@@ -207,7 +201,7 @@ impl Service {
             .map(|t| normalise_instant("expires_at", t))
             .transpose()?;
         if let Some(at) = &expires_at
-            && at.as_str() <= xmemo_store::now().as_str()
+            && at.as_str() <= self.now().as_str()
         {
             // Same format on both sides, so the text order is the time order. A key that
             // could never authenticate is a mistake, not a key.

@@ -390,7 +390,7 @@ impl Service {
         let expires_at = instant("expires_at", req.expires_at.as_deref())?;
         if expires_at
             .as_deref()
-            .is_some_and(|e| e <= xmemo_store::now().as_str())
+            .is_some_and(|e| e <= self.now().as_str())
         {
             return Err(ServiceError::validation(
                 "expires_at must be in the future",
@@ -518,7 +518,7 @@ impl Service {
                 since: instant("since", req.since.as_deref())?,
                 until: instant("until", req.until.as_deref())?,
                 include_forgotten: req.include_forgotten.unwrap_or(false),
-                now: xmemo_store::now(),
+                now: self.now(),
                 limit,
             })
             .await?;

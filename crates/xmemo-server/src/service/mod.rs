@@ -4,6 +4,7 @@
 mod access;
 mod account_data;
 mod accounts;
+pub mod clock;
 pub mod exec_slots;
 mod execute;
 mod invitations;
@@ -48,6 +49,8 @@ pub struct Service {
     oauth: Arc<oauth::OAuthConfig>,
     client_documents: Arc<oauth::cimd::DocumentCache>,
     registrations: Arc<crate::throttle::FailureLimiter<std::net::IpAddr>>,
+    /// What expiries are decided by (`with_clock`; the system's clock by default).
+    clock: Arc<dyn clock::Clock>,
 }
 
 impl Service {
@@ -72,7 +75,24 @@ impl Service {
             registrations: Arc::new(crate::throttle::FailureLimiter::new(
                 oauth::DEFAULT_REGISTRATION_BUDGET,
             )),
+            clock: Arc::new(clock::SystemClock),
         }
+    }
+
+    /// This service deciding expiries by `clock` (tests move a [`clock::ManualClock`]).
+    pub fn with_clock(mut self, clock: Arc<dyn clock::Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Now, by this service's clock, as the store writes timestamps.
+    pub(crate) fn now(&self) -> String {
+        clock::timestamp(self.clock.now())
+    }
+
+    /// `d` from now, by this service's clock, as the store writes timestamps.
+    pub(crate) fn instant_after(&self, d: std::time::Duration) -> String {
+        clock::timestamp(self.clock.now() + d)
     }
 
     /// This service with these OAuth settings (client profiles).

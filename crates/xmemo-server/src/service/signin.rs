@@ -68,15 +68,6 @@ fn random_secret() -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
 }
 
-fn instant_after(d: Duration) -> String {
-    let at = time::OffsetDateTime::now_utc() + d;
-    let format = time::macros::format_description!(
-        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
-    );
-    at.format(&format)
-        .unwrap_or_else(|_| at.unix_timestamp().to_string())
-}
-
 /// The same answer for an unknown handle, an account without a password and a wrong one.
 fn wrong_credentials() -> ServiceError {
     ServiceError::AuthRequired("wrong handle or password".into())
@@ -179,13 +170,13 @@ impl Service {
             return Err(wrong_credentials());
         };
         let secret = random_secret();
-        let created_at = xmemo_store::now();
+        let created_at = self.now();
         let session = NewWebSession {
             session_hash: hash_key(&secret),
             account_id: account.account_id.clone(),
             created_at,
-            idle_expires_at: instant_after(self.sessions.idle.min(self.sessions.absolute)),
-            absolute_expires_at: instant_after(self.sessions.absolute),
+            idle_expires_at: self.instant_after(self.sessions.idle.min(self.sessions.absolute)),
+            absolute_expires_at: self.instant_after(self.sessions.absolute),
         };
         let actor = Attribution {
             account_id: account.account_id.clone(),
@@ -217,7 +208,7 @@ impl Service {
         let Some(session) = self.store.find_session(&hash).await? else {
             return Ok(None);
         };
-        let now = xmemo_store::now();
+        let now = self.now();
         if session.idle_expires_at <= now || session.absolute_expires_at <= now {
             return Ok(None);
         }
@@ -225,8 +216,8 @@ impl Service {
             return Ok(None);
         };
         let idle = self.sessions.idle;
-        let refreshed = instant_after(idle);
-        let due = instant_after(idle.saturating_sub(Duration::from_secs(60)));
+        let refreshed = self.instant_after(idle);
+        let due = self.instant_after(idle.saturating_sub(Duration::from_secs(60)));
         if session.idle_expires_at < due && session.idle_expires_at < session.absolute_expires_at {
             self.store.extend_session(&hash, &refreshed).await?;
         }

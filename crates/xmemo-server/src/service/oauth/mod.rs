@@ -82,15 +82,6 @@ fn secret(prefix: &str) -> String {
     )
 }
 
-fn instant_after(d: Duration) -> String {
-    let at = time::OffsetDateTime::now_utc() + d;
-    let format = time::macros::format_description!(
-        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
-    );
-    at.format(&format)
-        .unwrap_or_else(|_| at.unix_timestamp().to_string())
-}
-
 /// The requested scopes (space-separated), defaulting to all; unknown ones are refused.
 pub fn parse_scope(scope: Option<&str>) -> Result<Vec<String>, OAuthError> {
     let Some(text) = scope.filter(|s| !s.trim().is_empty()) else {
@@ -207,7 +198,7 @@ impl Service {
                     code: NewOAuthCode {
                         code_hash: hash_key(&code),
                         code_challenge: request.code_challenge.clone(),
-                        expires_at: instant_after(self.oauth.lifetimes.code),
+                        expires_at: self.instant_after(self.oauth.lifetimes.code),
                     },
                 },
                 audit,
@@ -260,14 +251,14 @@ impl Service {
             token_hash: hash_key(&access),
             kind: OAuthTokenKind::Access,
             scopes: scopes.to_vec(),
-            expires_at: instant_after(self.oauth.lifetimes.access),
+            expires_at: self.instant_after(self.oauth.lifetimes.access),
         }];
         if let Some(r) = &refresh {
             rows.push(NewOAuthToken {
                 token_hash: hash_key(r),
                 kind: OAuthTokenKind::Refresh,
                 scopes: scopes.to_vec(),
-                expires_at: instant_after(self.oauth.lifetimes.refresh),
+                expires_at: self.instant_after(self.oauth.lifetimes.refresh),
             });
         }
         (
@@ -334,7 +325,7 @@ impl Service {
         if grant.revoked_at.is_some() {
             return Err(OAuthError::invalid_grant("this authorization was revoked"));
         }
-        if found.expires_at <= xmemo_store::now() {
+        if found.expires_at <= self.now() {
             return Err(OAuthError::invalid_grant("this authorization code expired"));
         }
         if redirect_uri != Some(grant.redirect_uri.as_str()) {
@@ -396,7 +387,7 @@ impl Service {
         if found.rotated_at.is_some() {
             return Err(self.revoke_family(grant, "refresh_token_reused").await);
         }
-        if found.expires_at <= xmemo_store::now() {
+        if found.expires_at <= self.now() {
             return Err(OAuthError::invalid_grant("this refresh token expired"));
         }
         check_resource(resource, &grant.resource)?;
@@ -529,7 +520,7 @@ impl Service {
             .await?
             .filter(|t| t.kind == OAuthTokenKind::Access)
             .ok_or_else(invalid)?;
-        let now = xmemo_store::now();
+        let now = self.now();
         if token.revoked_at.is_some()
             || token.grant.revoked_at.is_some()
             || token.expires_at <= now
