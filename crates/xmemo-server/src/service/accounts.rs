@@ -48,8 +48,6 @@ pub fn throttle_key(client: IpAddr) -> IpAddr {
 /// How stale a key's recorded last use may get before an authentication writes it again.
 pub const KEY_USE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(60);
 
-/// The store's timestamp form (`2026-01-01T10:00:00.000Z`), which sorts as text.
-
 impl Service {
     /// Resolves an API key secret presented from `client` (the caller's address; `None` when
     /// unknown, counted as one shared address) to a principal. Every failure reads the same,
