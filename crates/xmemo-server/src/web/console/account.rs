@@ -1,7 +1,8 @@
 //! The account: password change, the account export (one streamed ZIP: every skill as
 //! capsules plus memories, JSON) and deletion with the handle typed back.
 
-use super::{Chrome, Posted, Signed, failure, render, see_other};
+use super::{Chrome, PageResult, Posted, Signed, render, see_other};
+use crate::error::ServiceError;
 use crate::state::AppState;
 use crate::web::{Site, cookies};
 use askama::Template;
@@ -46,18 +47,14 @@ fn signed_out(state: &AppState) -> Response {
     response
 }
 
-pub async fn password(State(state): State<AppState>, Posted(ctx, f): Posted) -> Response {
+pub async fn password(State(state): State<AppState>, Posted(ctx, f): Posted) -> PageResult {
     if f.get("new_password") != f.get("confirm_password") {
-        return failure(
-            &ctx,
-            "account",
-            &crate::error::ServiceError::validation(
-                "the new password and its confirmation differ",
-                "confirm_password",
-            ),
-        );
+        return Err(ctx.fail("account")(ServiceError::validation(
+            "the new password and its confirmation differ",
+            "confirm_password",
+        )));
     }
-    match state
+    state
         .service
         .change_password(
             &ctx.principal,
@@ -65,43 +62,39 @@ pub async fn password(State(state): State<AppState>, Posted(ctx, f): Posted) -> 
             f.get("new_password"),
         )
         .await
-    {
-        // Every session of the account ended: sign in again with the new password.
-        Ok(()) => signed_out(&state),
-        Err(e) => failure(&ctx, "account", &e),
-    }
+        .map_err(ctx.fail("account"))?;
+    // Every session of the account ended: sign in again with the new password.
+    Ok(signed_out(&state))
 }
 
-pub async fn export(State(state): State<AppState>, Signed(ctx): Signed) -> Response {
-    match state.service.export_account(&ctx.principal).await {
-        Ok(mut rx) => {
-            let stream = futures::stream::poll_fn(move |cx| rx.poll_recv(cx));
-            let mut response = Body::from_stream(stream).into_response();
-            let h = response.headers_mut();
-            h.insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/zip"),
-            );
-            if let Ok(v) = HeaderValue::from_str(&format!(
-                "attachment; filename=\"xmemo-{}-export.zip\"",
-                ctx.who.account.handle
-            )) {
-                h.insert(header::CONTENT_DISPOSITION, v);
-            }
-            super::secure_headers(h);
-            response
-        }
-        Err(e) => failure(&ctx, "account", &e),
+pub async fn export(State(state): State<AppState>, Signed(ctx): Signed) -> PageResult {
+    let mut rx = state
+        .service
+        .export_account(&ctx.principal)
+        .await
+        .map_err(ctx.fail("account"))?;
+    let stream = futures::stream::poll_fn(move |cx| rx.poll_recv(cx));
+    let mut response = Body::from_stream(stream).into_response();
+    let h = response.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/zip"),
+    );
+    if let Ok(v) = HeaderValue::from_str(&format!(
+        "attachment; filename=\"xmemo-{}-export.zip\"",
+        ctx.who.account.handle
+    )) {
+        h.insert(header::CONTENT_DISPOSITION, v);
     }
+    super::secure_headers(h);
+    Ok(response)
 }
 
-pub async fn delete(State(state): State<AppState>, Posted(ctx, f): Posted) -> Response {
-    match state
+pub async fn delete(State(state): State<AppState>, Posted(ctx, f): Posted) -> PageResult {
+    state
         .service
         .delete_account(&ctx.principal, f.get("confirm").trim())
         .await
-    {
-        Ok(_) => signed_out(&state),
-        Err(e) => failure(&ctx, "account", &e),
-    }
+        .map_err(ctx.fail("account"))?;
+    Ok(signed_out(&state))
 }

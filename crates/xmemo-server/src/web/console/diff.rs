@@ -1,7 +1,7 @@
 //! The diff of two revisions of a skill (SPEC §6): word level, per text component, metadata
 //! changes, binary components by hash. `from` defaults to the revision before `to`.
 
-use super::{Chrome, Signed, failure, render};
+use super::{Chrome, PageResult, Signed, render};
 use crate::error::ServiceError;
 use crate::service::PageRequest;
 use crate::state::AppState;
@@ -9,7 +9,6 @@ use askama::Template;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
-use axum::response::Response;
 use serde::Deserialize;
 use xmemo_core::diff::{TextDiff, WordOpKind};
 
@@ -117,7 +116,7 @@ pub async fn page(
     State(state): State<AppState>,
     Signed(ctx): Signed,
     query: Result<Query<DiffQuery>, QueryRejection>,
-) -> Response {
+) -> PageResult {
     let q = query.map(|Query(v)| v).unwrap_or_default();
     let p = &ctx.principal;
     let result: Result<DiffPage, ServiceError> = async {
@@ -251,8 +250,6 @@ pub async fn page(
         })
     }
     .await;
-    match result {
-        Ok(page) => render(StatusCode::OK, &page),
-        Err(e) => failure(&ctx, "skills", &e),
-    }
+    let page = result.map_err(ctx.fail("skills"))?;
+    Ok(render(StatusCode::OK, &page))
 }

@@ -4,7 +4,7 @@
 //! with publish intent. The form carries `expected_revision_id`: a concurrent save answers
 //! CONFLICT, and the editor comes back with everything the person typed or uploaded.
 
-use super::{Chrome, Ctx, Posted, Signed, failure, posted, render, see_other, workspaces};
+use super::{Chrome, Ctx, PageResult, Posted, Signed, posted, render, see_other, workspaces};
 use crate::error::ServiceError;
 use crate::service::types::{ComponentRequest, ContentEncoding, SaveRequest};
 use crate::state::AppState;
@@ -162,12 +162,12 @@ pub async fn edit(
     State(state): State<AppState>,
     Signed(ctx): Signed,
     query: Result<Query<EditQuery>, QueryRejection>,
-) -> Response {
+) -> PageResult {
     let q = query.map(|Query(v)| v).unwrap_or_default();
-    match edit_page(&state, &ctx, &q).await {
-        Ok(page) => render(StatusCode::OK, &page),
-        Err(e) => failure(&ctx, "skills", &e),
-    }
+    let page = edit_page(&state, &ctx, &q)
+        .await
+        .map_err(ctx.fail("skills"))?;
+    Ok(render(StatusCode::OK, &page))
 }
 
 /// The editor filled from the skill's latest revision (what a new save must name as

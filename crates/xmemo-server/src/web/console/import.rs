@@ -1,7 +1,7 @@
 //! Import: upload a SKILL.md or a ZIP (a skill folder or a Source Capsule), or name a GitHub
 //! or ClawHub URL; the service reads, checks (hostile archives write nothing) and saves it.
 
-use super::{Chrome, Signed, failure, posted, render, see_other, workspaces};
+use super::{Chrome, PageResult, Signed, posted, render, see_other, workspaces};
 use crate::error::ServiceError;
 use crate::service::ImportOptions;
 use crate::service::types::WorkspaceView;
@@ -36,7 +36,7 @@ pub async fn submit(
     State(state): State<AppState>,
     headers: HeaderMap,
     mut multipart: Multipart,
-) -> Response {
+) -> PageResult {
     let mut fields: Vec<(String, Option<String>, Vec<u8>)> = vec![];
     loop {
         match multipart.next_field().await {
@@ -53,11 +53,11 @@ pub async fn submit(
             }
             Ok(None) => break,
             Err(_) => {
-                return (
+                return Ok((
                     StatusCode::UNPROCESSABLE_ENTITY,
                     "the form could not be read",
                 )
-                    .into_response();
+                    .into_response());
             }
         }
     }
@@ -70,7 +70,7 @@ pub async fn submit(
     };
     let ctx = match posted(&state, &headers, &text("csrf")).await {
         Ok(c) => c,
-        Err(r) => return r,
+        Err(r) => return Ok(r),
     };
     let options = ImportOptions {
         workspace: Some(text("ws")).filter(|s| !s.is_empty()),
@@ -120,23 +120,21 @@ pub async fn submit(
             "file",
         )),
     };
-    match result {
-        Ok(imported) => see_other(&super::link(
-            "/console/skill",
-            &[
-                ("ws", &imported.saved.workspace),
-                ("slug", &imported.saved.slug),
-                ("rev", &imported.saved.revision_id),
-                (
-                    "notice",
-                    if imported.saved.created {
-                        "imported"
-                    } else {
-                        "unchanged"
-                    },
-                ),
-            ],
-        )),
-        Err(e) => failure(&ctx, "skills", &e),
-    }
+    let imported = result.map_err(ctx.fail("skills"))?;
+    Ok(see_other(&super::link(
+        "/console/skill",
+        &[
+            ("ws", &imported.saved.workspace),
+            ("slug", &imported.saved.slug),
+            ("rev", &imported.saved.revision_id),
+            (
+                "notice",
+                if imported.saved.created {
+                    "imported"
+                } else {
+                    "unchanged"
+                },
+            ),
+        ],
+    )))
 }

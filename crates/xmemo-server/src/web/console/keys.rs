@@ -1,7 +1,7 @@
 //! API keys (create: the secret is shown on the answer page exactly once and never again;
 //! list with prefix, scopes, profile, last use, expiry; revoke) and OAuth grants (revoke).
 
-use super::{Chrome, Ctx, Posted, Signed, failure, link, render, see_other};
+use super::{Chrome, Ctx, PageResult, Posted, Signed, link, render, see_other};
 use crate::error::ServiceError;
 use crate::service::PageRequest;
 use crate::service::types::CreateKeyRequest;
@@ -10,7 +10,6 @@ use askama::Template;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
-use axum::response::Response;
 use serde::Deserialize;
 
 #[derive(Debug, Deserialize, Default)]
@@ -113,18 +112,16 @@ pub async fn page(
     State(state): State<AppState>,
     Signed(ctx): Signed,
     query: Result<Query<PageQuery>, QueryRejection>,
-) -> Response {
+) -> PageResult {
     let q = query.map(|Query(v)| v).unwrap_or_default();
-    match keys_page(&state, &ctx, &q.cursor, None).await {
-        Ok(mut page) => {
-            page.chrome = Some(ctx.chrome("keys").with_notice(Some(&q.notice)));
-            render(StatusCode::OK, &page)
-        }
-        Err(e) => failure(&ctx, "keys", &e),
-    }
+    let mut page = keys_page(&state, &ctx, &q.cursor, None)
+        .await
+        .map_err(ctx.fail("keys"))?;
+    page.chrome = Some(ctx.chrome("keys").with_notice(Some(&q.notice)));
+    Ok(render(StatusCode::OK, &page))
 }
 
-pub async fn create(State(state): State<AppState>, Posted(ctx, f): Posted) -> Response {
+pub async fn create(State(state): State<AppState>, Posted(ctx, f): Posted) -> PageResult {
     let scopes: Vec<String> =
         f.0.iter()
             .filter(|(k, _)| k == "scope")
@@ -143,31 +140,25 @@ pub async fn create(State(state): State<AppState>, Posted(ctx, f): Posted) -> Re
         expires_at,
         profile: f.opt("profile"),
     };
-    match state.service.create_key(&ctx.principal, req).await {
-        Ok(created) => match keys_page(
-            &state,
-            &ctx,
-            "",
-            Some((created.info.name.clone(), created.key.clone())),
-        )
+    let created = state
+        .service
+        .create_key(&ctx.principal, req)
         .await
-        {
-            Ok(page) => render(StatusCode::OK, &page),
-            Err(e) => failure(&ctx, "keys", &e),
-        },
-        Err(e) => failure(&ctx, "keys", &e),
-    }
+        .map_err(ctx.fail("keys"))?;
+    let shown = Some((created.info.name.clone(), created.key.clone()));
+    let page = keys_page(&state, &ctx, "", shown)
+        .await
+        .map_err(ctx.fail("keys"))?;
+    Ok(render(StatusCode::OK, &page))
 }
 
-pub async fn revoke(State(state): State<AppState>, Posted(ctx, f): Posted) -> Response {
-    match state
+pub async fn revoke(State(state): State<AppState>, Posted(ctx, f): Posted) -> PageResult {
+    state
         .service
         .revoke_key(&ctx.principal, f.get("key_id"))
         .await
-    {
-        Ok(()) => see_other("/console/keys?notice=revoked"),
-        Err(e) => failure(&ctx, "keys", &e),
-    }
+        .map_err(ctx.fail("keys"))?;
+    Ok(see_other("/console/keys?notice=revoked"))
 }
 
 pub struct GrantRow {
@@ -192,7 +183,7 @@ pub async fn grants(
     State(state): State<AppState>,
     Signed(ctx): Signed,
     query: Result<Query<PageQuery>, QueryRejection>,
-) -> Response {
+) -> PageResult {
     let q = query.map(|Query(v)| v).unwrap_or_default();
     let page = state
         .service
@@ -203,45 +194,41 @@ pub async fn grants(
                 cursor: (!q.cursor.is_empty()).then(|| q.cursor.clone()),
             },
         )
-        .await;
-    match page {
-        Ok(page) => render(
-            StatusCode::OK,
-            &GrantsPage {
-                chrome: Some(ctx.chrome("grants").with_notice(Some(&q.notice))),
-                token: ctx.token.clone(),
-                next: page
-                    .next_cursor
-                    .map(|c| link("/console/grants", &[("cursor", &c)])),
-                rows: page
-                    .items
-                    .into_iter()
-                    .map(|g| GrantRow {
-                        id: g.grant_id,
-                        client: g.client_name,
-                        client_id: g.client_id,
-                        scopes: g.scopes.join(" "),
-                        created_at: super::when(&g.created_at),
-                        revoked: match (g.revoked_at, g.revoked_reason) {
-                            (Some(at), Some(why)) => format!("{at} ({why})"),
-                            (Some(at), None) => at,
-                            _ => String::new(),
-                        },
-                    })
-                    .collect(),
-            },
-        ),
-        Err(e) => failure(&ctx, "grants", &e),
-    }
+        .await
+        .map_err(ctx.fail("grants"))?;
+    Ok(render(
+        StatusCode::OK,
+        &GrantsPage {
+            chrome: Some(ctx.chrome("grants").with_notice(Some(&q.notice))),
+            token: ctx.token.clone(),
+            next: page
+                .next_cursor
+                .map(|c| link("/console/grants", &[("cursor", &c)])),
+            rows: page
+                .items
+                .into_iter()
+                .map(|g| GrantRow {
+                    id: g.grant_id,
+                    client: g.client_name,
+                    client_id: g.client_id,
+                    scopes: g.scopes.join(" "),
+                    created_at: super::when(&g.created_at),
+                    revoked: match (g.revoked_at, g.revoked_reason) {
+                        (Some(at), Some(why)) => format!("{at} ({why})"),
+                        (Some(at), None) => at,
+                        _ => String::new(),
+                    },
+                })
+                .collect(),
+        },
+    ))
 }
 
-pub async fn revoke_grant(State(state): State<AppState>, Posted(ctx, f): Posted) -> Response {
-    match state
+pub async fn revoke_grant(State(state): State<AppState>, Posted(ctx, f): Posted) -> PageResult {
+    state
         .service
         .revoke_oauth_grant(&ctx.principal, f.get("grant_id"))
         .await
-    {
-        Ok(()) => see_other("/console/grants?notice=revoked"),
-        Err(e) => failure(&ctx, "grants", &e),
-    }
+        .map_err(ctx.fail("grants"))?;
+    Ok(see_other("/console/grants?notice=revoked"))
 }

@@ -2,7 +2,7 @@
 //! revoke), the person's own pending invitations (accept, decline), leave. Owners only hand
 //! out owner; the service refuses what a role may not do.
 
-use super::{Chrome, Posted, Signed, failure, link, render, see_other, workspaces};
+use super::{Chrome, PageResult, Posted, Signed, link, render, see_other, workspaces};
 use crate::error::ServiceError;
 use crate::service::types::{CreateTeamRequest, InvitationView, InviteRequest};
 use crate::state::AppState;
@@ -10,7 +10,6 @@ use askama::Template;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
-use axum::response::Response;
 use serde::Deserialize;
 use xmemo_core::{InvitationStatus, Role, WorkspaceKind};
 
@@ -81,7 +80,7 @@ pub async fn page(
     State(state): State<AppState>,
     Signed(ctx): Signed,
     query: Result<Query<MembersQuery>, QueryRejection>,
-) -> Response {
+) -> PageResult {
     let q = query.map(|Query(v)| v).unwrap_or_default();
     let p = &ctx.principal;
     let all = workspaces(&state, &ctx).await;
@@ -94,44 +93,45 @@ pub async fn page(
     } else {
         q.ws.clone()
     };
-    let mine = match state.service.my_invitations(p).await {
-        Ok(v) => v
-            .into_iter()
-            .filter(|i| i.status == InvitationStatus::Pending)
-            .map(invitation_row)
-            .collect(),
-        Err(e) => return failure(&ctx, "members", &e),
-    };
+    let mine = state
+        .service
+        .my_invitations(p)
+        .await
+        .map_err(ctx.fail("members"))?
+        .into_iter()
+        .filter(|i| i.status == InvitationStatus::Pending)
+        .map(invitation_row)
+        .collect();
     let current = teams.iter().find(|t| t.handle == ws);
     let my_role = current.map(|t| t.role);
     let manager = my_role.is_some_and(Role::is_manager);
     let mut members = vec![];
     let mut pending = vec![];
     if let Some(role) = my_role {
-        match state.service.list_members(p, &ws).await {
-            Ok(list) => {
-                for m in list {
-                    let is_me = m.account_id == ctx.who.account.account_id;
-                    let may_touch = manager && !is_me && role.may_grant(m.role);
-                    members.push(MemberRow {
-                        roles: if may_touch {
-                            Role::ALL
-                                .iter()
-                                .filter(|r| role.may_grant(**r))
-                                .map(|r| r.as_str())
-                                .collect()
-                        } else {
-                            vec![]
-                        },
-                        can_remove: may_touch,
-                        handle: m.handle,
-                        display_name: m.display_name,
-                        role: m.role.to_string(),
-                        is_me,
-                    });
-                }
-            }
-            Err(e) => return failure(&ctx, "members", &e),
+        let list = state
+            .service
+            .list_members(p, &ws)
+            .await
+            .map_err(ctx.fail("members"))?;
+        for m in list {
+            let is_me = m.account_id == ctx.who.account.account_id;
+            let may_touch = manager && !is_me && role.may_grant(m.role);
+            members.push(MemberRow {
+                roles: if may_touch {
+                    Role::ALL
+                        .iter()
+                        .filter(|r| role.may_grant(**r))
+                        .map(|r| r.as_str())
+                        .collect()
+                } else {
+                    vec![]
+                },
+                can_remove: may_touch,
+                handle: m.handle,
+                display_name: m.display_name,
+                role: m.role.to_string(),
+                is_me,
+            });
         }
         if manager && let Ok(list) = state.service.team_invitations(p, &ws).await {
             pending = list
@@ -172,10 +172,10 @@ pub async fn page(
         pending,
         grantable,
     };
-    render(StatusCode::OK, &page)
+    Ok(render(StatusCode::OK, &page))
 }
 
-pub async fn action(State(state): State<AppState>, Posted(ctx, f): Posted) -> Response {
+pub async fn action(State(state): State<AppState>, Posted(ctx, f): Posted) -> PageResult {
     let p = &ctx.principal;
     let ws = f.get("ws").to_string();
     let role = |name: &str| {
@@ -256,8 +256,6 @@ pub async fn action(State(state): State<AppState>, Posted(ctx, f): Posted) -> Re
         })
     }
     .await;
-    match result {
-        Ok(to) => see_other(&to),
-        Err(e) => failure(&ctx, "members", &e),
-    }
+    let to = result.map_err(ctx.fail("members"))?;
+    Ok(see_other(&to))
 }

@@ -1,7 +1,7 @@
 //! Memories (SPEC §9): search and filter (kind, project, agent instance, forgotten ones too),
 //! forget with a reason, restore.
 
-use super::{Chrome, Fields, Posted, Signed, failure, link, render, see_other};
+use super::{Chrome, Fields, PageResult, Posted, Signed, link, render, see_other};
 use crate::service::memories::{
     ForgetRequest, MemoryHitView, RecallMemoriesRequest, RestoreMemoryRequest,
 };
@@ -10,7 +10,6 @@ use askama::Template;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
-use axum::response::Response;
 use serde::Deserialize;
 use xmemo_core::{MemoryKind, MemoryStatus};
 
@@ -91,23 +90,16 @@ pub async fn page(
     State(state): State<AppState>,
     Signed(ctx): Signed,
     query: Result<Query<MemoryQuery>, QueryRejection>,
-) -> Response {
+) -> PageResult {
     let q = query.map(|Query(v)| v).unwrap_or_default();
     let opt = |s: &str| {
         let s = s.trim();
         (!s.is_empty()).then(|| s.to_string())
     };
-    let kind = match opt(&q.kind).map(|k| k.parse::<MemoryKind>()) {
-        Some(Ok(k)) => Some(k),
-        Some(Err(e)) => {
-            return failure(
-                &ctx,
-                "memories",
-                &crate::error::ServiceError::validation(e, "kind"),
-            );
-        }
-        None => None,
-    };
+    let kind = opt(&q.kind)
+        .map(|k| k.parse::<MemoryKind>())
+        .transpose()
+        .map_err(|e| ctx.fail("memories")(crate::error::ServiceError::validation(e, "kind")))?;
     let forgotten = q.forgotten == "1";
     let request = RecallMemoriesRequest {
         query: opt(&q.q),
@@ -133,7 +125,7 @@ pub async fn page(
             ("forgotten", &q.forgotten),
         ],
     );
-    render(
+    Ok(render(
         StatusCode::OK,
         &MemoriesPage {
             chrome: Some(ctx.chrome("memories").with_notice(Some(&q.notice))),
@@ -148,7 +140,7 @@ pub async fn page(
             error,
             back,
         },
-    )
+    ))
 }
 
 /// Back to the list the form came from (a local path only), with a notice.
@@ -163,23 +155,27 @@ fn back(fields: &Fields, notice: &str) -> String {
     format!("{to}{sep}notice={notice}")
 }
 
-pub async fn forget(State(state): State<AppState>, Posted(ctx, f): Posted) -> Response {
+pub async fn forget(State(state): State<AppState>, Posted(ctx, f): Posted) -> PageResult {
     let req = ForgetRequest {
         memory_id: f.get("memory_id").to_string(),
         reason: f.opt("reason"),
     };
-    match state.service.forget(&ctx.principal, req).await {
-        Ok(_) => see_other(&back(&f, "forgotten")),
-        Err(e) => failure(&ctx, "memories", &e),
-    }
+    state
+        .service
+        .forget(&ctx.principal, req)
+        .await
+        .map_err(ctx.fail("memories"))?;
+    Ok(see_other(&back(&f, "forgotten")))
 }
 
-pub async fn restore(State(state): State<AppState>, Posted(ctx, f): Posted) -> Response {
+pub async fn restore(State(state): State<AppState>, Posted(ctx, f): Posted) -> PageResult {
     let req = RestoreMemoryRequest {
         memory_id: f.get("memory_id").to_string(),
     };
-    match state.service.restore_memory(&ctx.principal, req).await {
-        Ok(_) => see_other(&back(&f, "memory-restored")),
-        Err(e) => failure(&ctx, "memories", &e),
-    }
+    state
+        .service
+        .restore_memory(&ctx.principal, req)
+        .await
+        .map_err(ctx.fail("memories"))?;
+    Ok(see_other(&back(&f, "memory-restored")))
 }

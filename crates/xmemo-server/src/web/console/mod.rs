@@ -176,22 +176,45 @@ fn render_message(status: StatusCode, title: &str, message: &str, code: &str) ->
     )
 }
 
-/// A service error as a console page, with the SPEC status and code.
-pub fn failure(ctx: &Ctx, tab: &'static str, e: &ServiceError) -> Response {
-    let status =
-        StatusCode::from_u16(e.code().http_status()).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
-    if matches!(e, ServiceError::Internal(_) | ServiceError::Unavailable(_)) {
-        tracing::warn!(error = %e, "a console page failed");
+/// A service error as a console page: the SPEC status and code, inside the chrome of the page
+/// that failed. Handlers return [`PageResult`] and turn errors into it with
+/// `.map_err(ctx.fail("tab"))?`.
+pub struct Failure {
+    chrome: Chrome,
+    error: ServiceError,
+}
+
+/// What a console handler answers: its page or redirect, or the page of what failed.
+pub type PageResult = Result<Response, Failure>;
+
+impl Ctx {
+    /// The [`Failure`] of a page under `tab`, for `map_err`.
+    pub fn fail(&self, tab: &'static str) -> impl FnOnce(ServiceError) -> Failure + '_ {
+        move |error| Failure {
+            chrome: self.chrome(tab),
+            error,
+        }
     }
-    render(
-        status,
-        &MessagePage {
-            chrome: Some(ctx.chrome(tab)),
-            title: "That did not work",
-            message: &e.public_message(),
-            code: e.code().as_str(),
-        },
-    )
+}
+
+impl IntoResponse for Failure {
+    fn into_response(self) -> Response {
+        let e = &self.error;
+        let status =
+            StatusCode::from_u16(e.code().http_status()).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
+        if matches!(e, ServiceError::Internal(_) | ServiceError::Unavailable(_)) {
+            tracing::warn!(error = %e, "a console page failed");
+        }
+        render(
+            status,
+            &MessagePage {
+                chrome: Some(self.chrome),
+                title: "That did not work",
+                message: &e.public_message(),
+                code: e.code().as_str(),
+            },
+        )
+    }
 }
 
 /// A stored instant (`2026-12-01T13:39:03.223Z`) as people read it: `2026-12-01 13:39 UTC`.

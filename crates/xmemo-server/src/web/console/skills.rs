@@ -3,7 +3,8 @@
 //! the lifecycle buttons the person's role allows), lifecycle and archive forms, and the
 //! Source Capsule download.
 
-use super::{Chrome, Ctx, Fields, Posted, Signed, failure, link, render, see_other, workspaces};
+use super::{Chrome, Ctx, Fields, PageResult, Posted, Signed, link, render, see_other, workspaces};
+use crate::error::ServiceError;
 use crate::service::PageRequest;
 use crate::service::types::{PendingReview, RevisionSummary, WorkspaceView};
 use crate::state::AppState;
@@ -278,12 +279,12 @@ pub async fn show(
     State(state): State<AppState>,
     Signed(ctx): Signed,
     query: Result<Query<SkillQuery>, QueryRejection>,
-) -> Response {
+) -> PageResult {
     let q = query.map(|Query(v)| v).unwrap_or_default();
-    match skill_page(&state, &ctx, &q).await {
-        Ok(page) => render(StatusCode::OK, &page),
-        Err(e) => failure(&ctx, "skills", &e),
-    }
+    let page = skill_page(&state, &ctx, &q)
+        .await
+        .map_err(ctx.fail("skills"))?;
+    Ok(render(StatusCode::OK, &page))
 }
 
 async fn skill_page(
@@ -503,22 +504,21 @@ fn back_to(fields: &Fields, notice: &str) -> String {
     )
 }
 
-pub async fn lifecycle(State(state): State<AppState>, Posted(ctx, f): Posted) -> Response {
+pub async fn lifecycle(State(state): State<AppState>, Posted(ctx, f): Posted) -> PageResult {
     let action = match f.get("action") {
         "publish" => LifecycleAction::Publish,
         "approve" => LifecycleAction::Approve,
         "reject" => LifecycleAction::Reject,
         "deprecate" => LifecycleAction::Deprecate,
         _ => {
-            return failure(
-                &ctx,
-                "skills",
-                &crate::error::ServiceError::validation("unknown action", "action"),
-            );
+            return Err(ctx.fail("skills")(ServiceError::validation(
+                "unknown action",
+                "action",
+            )));
         }
     };
     let ws = f.opt("ws");
-    match state
+    let updated = state
         .service
         .change_status(
             &ctx.principal,
@@ -529,25 +529,21 @@ pub async fn lifecycle(State(state): State<AppState>, Posted(ctx, f): Posted) ->
             f.opt("note"),
         )
         .await
-    {
-        Ok(updated) => {
-            let notice = match (action, updated.status) {
-                (LifecycleAction::Publish, RevisionStatus::Proposed) => "proposed",
-                (LifecycleAction::Publish, _) => "published",
-                (LifecycleAction::Approve, _) => "approved",
-                (LifecycleAction::Reject, _) => "rejected",
-                _ => "deprecated",
-            };
-            see_other(&back_to(&f, notice))
-        }
-        Err(e) => failure(&ctx, "skills", &e),
-    }
+        .map_err(ctx.fail("skills"))?;
+    let notice = match (action, updated.status) {
+        (LifecycleAction::Publish, RevisionStatus::Proposed) => "proposed",
+        (LifecycleAction::Publish, _) => "published",
+        (LifecycleAction::Approve, _) => "approved",
+        (LifecycleAction::Reject, _) => "rejected",
+        _ => "deprecated",
+    };
+    Ok(see_other(&back_to(&f, notice)))
 }
 
-pub async fn archive(State(state): State<AppState>, Posted(ctx, f): Posted) -> Response {
+pub async fn archive(State(state): State<AppState>, Posted(ctx, f): Posted) -> PageResult {
     let archived = f.get("archived") == "1";
     let ws = f.opt("ws");
-    match state
+    state
         .service
         .set_archived(
             &ctx.principal,
@@ -557,36 +553,36 @@ pub async fn archive(State(state): State<AppState>, Posted(ctx, f): Posted) -> R
             f.opt("reason"),
         )
         .await
-    {
-        Ok(_) => see_other(&back_to(&f, if archived { "archived" } else { "restored" })),
-        Err(e) => failure(&ctx, "skills", &e),
-    }
+        .map_err(ctx.fail("skills"))?;
+    Ok(see_other(&back_to(
+        &f,
+        if archived { "archived" } else { "restored" },
+    )))
 }
 
 pub async fn export(
     State(state): State<AppState>,
     Signed(ctx): Signed,
     query: Result<Query<SkillQuery>, QueryRejection>,
-) -> Response {
+) -> PageResult {
     let q = query.map(|Query(v)| v).unwrap_or_default();
     let ws = (!q.ws.is_empty()).then_some(q.ws.as_str());
     let rev = (!q.rev.is_empty()).then_some(q.rev.as_str());
-    match state.service.export(&ctx.principal, &q.slug, ws, rev).await {
-        Ok(capsule) => {
-            let mut response = Bytes::from(capsule.bytes).into_response();
-            let h = response.headers_mut();
-            h.insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/zip"),
-            );
-            if let Ok(v) =
-                HeaderValue::from_str(&format!("attachment; filename=\"{}\"", capsule.file_name))
-            {
-                h.insert(header::CONTENT_DISPOSITION, v);
-            }
-            super::secure_headers(h);
-            response
-        }
-        Err(e) => failure(&ctx, "skills", &e),
+    let capsule = state
+        .service
+        .export(&ctx.principal, &q.slug, ws, rev)
+        .await
+        .map_err(ctx.fail("skills"))?;
+    let mut response = Bytes::from(capsule.bytes).into_response();
+    let h = response.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/zip"),
+    );
+    if let Ok(v) = HeaderValue::from_str(&format!("attachment; filename=\"{}\"", capsule.file_name))
+    {
+        h.insert(header::CONTENT_DISPOSITION, v);
     }
+    super::secure_headers(h);
+    Ok(response)
 }
