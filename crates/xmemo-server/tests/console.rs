@@ -71,6 +71,10 @@ async fn signed_out_visitors_get_the_sign_in_page_and_come_back() {
     let mut b = Browser::new(&s.url);
     for path in [
         "/console/skills",
+        "/console/skills/personal/x",
+        "/console/skills/personal/x/edit",
+        "/console/skills/personal/x/diff?to=r",
+        "/console/skills/personal/x/export",
         "/console/skill?ws=personal&slug=x",
         "/console/skills/new",
         "/console/skill/diff?ws=personal&slug=x",
@@ -220,21 +224,23 @@ async fn a_viewer_sees_no_write_buttons_and_is_refused_anyway() {
         .unwrap()
         .to_string();
 
-    let page = viewer.get("/console/skill?ws=ops&slug=runbook").await;
+    let page = viewer.get("/console/skills/ops/runbook").await;
     assert_eq!(page.status, 200, "{}", page.body);
     assert!(page.body.contains("<strong>owner</strong>"));
-    for write in [
-        "/console/skill/lifecycle",
-        "/console/skill/archive",
-        "/console/skill/edit",
-    ] {
+    let writes = [
+        "/console/skills/ops/runbook/lifecycle",
+        "/console/skills/ops/runbook/archive",
+        "/console/skills/ops/runbook/edit",
+    ];
+    for write in writes {
         assert!(!page.body.contains(write), "a viewer sees no {write}");
     }
     // The admin (the team's owner) does see them.
     let mut admin = signed_in_admin(&s).await;
-    let owner_page = admin.get("/console/skill?ws=ops&slug=runbook").await;
-    assert!(owner_page.body.contains("/console/skill/archive"));
-    assert!(owner_page.body.contains("/console/skill/lifecycle"));
+    let owner_page = admin.get("/console/skills/ops/runbook").await;
+    for write in writes {
+        assert!(owner_page.body.contains(write), "the owner sees {write}");
+    }
 
     let csrf = token(&mut viewer).await;
     let refused = viewer
@@ -263,6 +269,25 @@ async fn a_viewer_sees_no_write_buttons_and_is_refused_anyway() {
         )
         .await;
     assert_eq!(archive.status, 403);
+    // The skill's own addresses refuse the viewer the same way.
+    let refused = viewer
+        .post_form(
+            "/console/skills/ops/runbook/lifecycle",
+            &[
+                ("revision_id", &revision),
+                ("action", "approve"),
+                ("csrf", &csrf),
+            ],
+        )
+        .await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    let archive = viewer
+        .post_form(
+            "/console/skills/ops/runbook/archive",
+            &[("archived", "1"), ("csrf", &csrf)],
+        )
+        .await;
+    assert_eq!(archive.status, 403);
     assert_eq!(
         status_of(&s, &s.admin_key, "runbook", "ops").await,
         "proposed",
@@ -280,7 +305,7 @@ async fn skill_markdown_is_sanitised_under_a_strict_policy() {
     body["intent"] = json!("publish");
     s.save(&s.admin_key, body).await.expect_ok();
     let mut b = signed_in_admin(&s).await;
-    let page = b.get("/console/skill?ws=personal&slug=hostile").await;
+    let page = b.get("/console/skills/personal/hostile").await;
     assert_eq!(page.status, 200);
     let csp = page.headers["content-security-policy"].to_str().unwrap();
     assert!(csp.contains("default-src 'none'"), "{csp}");
@@ -378,5 +403,105 @@ async fn the_pages_show_reviews_badges_and_key_use() {
     assert!(
         row.starts_with("20") && row.ends_with("UTC"),
         "last use: {row:?}"
+    );
+}
+
+#[tokio::test]
+async fn old_skill_addresses_redirect_and_unknown_pages_are_html() {
+    let s = TestServer::start().await;
+    let mut body = common::skill("deploy", "# Deploy\n\nSteps.");
+    body["intent"] = json!("publish");
+    let saved = s.save(&s.admin_key, body).await.expect_ok().clone();
+    let rev = saved["data"]["revision_id"].as_str().unwrap().to_string();
+    let mut b = signed_in_admin(&s).await;
+    for (old, new) in [
+        (
+            format!("/console/skill?ws=personal&slug=deploy&rev={rev}&notice=saved"),
+            format!("/console/skills/personal/deploy?rev={rev}&notice=saved"),
+        ),
+        // Without a workspace the slug's own is found.
+        (
+            "/console/skill?slug=deploy".to_string(),
+            "/console/skills/personal/deploy".to_string(),
+        ),
+        (
+            "/console/skill/edit?ws=personal&slug=deploy".to_string(),
+            "/console/skills/personal/deploy/edit".to_string(),
+        ),
+        (
+            format!("/console/skill/diff?ws=personal&slug=deploy&to={rev}"),
+            format!("/console/skills/personal/deploy/diff?to={rev}"),
+        ),
+        (
+            format!("/console/skill/export?ws=personal&slug=deploy&rev={rev}"),
+            format!("/console/skills/personal/deploy/export?rev={rev}"),
+        ),
+    ] {
+        let page = b.get(&old).await;
+        assert_eq!(page.status, 308, "{old}: {}", page.body);
+        assert_eq!(page.location(), new, "{old}");
+        let moved = b.get(&new).await;
+        assert_eq!(moved.status, 200, "{new}");
+    }
+    // A slug nobody has: the console's own error page, not a redirect to nowhere.
+    let none = b.get("/console/skill?slug=nothing-here").await;
+    assert_eq!(none.status, 404);
+    assert_eq!(none.error_code().as_deref(), Some("NOT_FOUND"));
+
+    for unknown in [
+        "/console/nope",
+        "/console/skills/personal/deploy/nope",
+        "/console/skills/a/b/c/d",
+    ] {
+        let page = b.get(unknown).await;
+        assert_eq!(page.status, 404, "{unknown}");
+        let kind = page.headers["content-type"].to_str().unwrap();
+        assert!(kind.starts_with("text/html"), "{unknown}: {kind}");
+        assert!(page.body.contains("Page not found"), "{unknown}");
+        assert_eq!(page.error_code().as_deref(), Some("NOT_FOUND"));
+    }
+    // The API keeps answering JSON for what it does not know.
+    let api = b.get("/api/v1/nope").await;
+    assert_eq!(api.status, 404);
+    assert!(
+        api.headers["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("application/json")
+    );
+}
+
+#[tokio::test]
+async fn a_skill_page_shows_only_its_own_proposals() {
+    let s = TestServer::start().await;
+    for team in ["alpha", "beta"] {
+        s.post(
+            "/api/v1/workspaces",
+            &s.admin_key,
+            json!({"handle": team, "name": team}),
+        )
+        .await
+        .expect_ok();
+    }
+    // A member (not a manager) proposes in both teams, under one slug.
+    let bob = s.account("bob", &["memory:read", "memory:write"]).await;
+    for team in ["alpha", "beta"] {
+        s.join(team, &s.admin_key, "bob", &bob, "member").await;
+        let mut body = common::skill("runbook", &format!("# {team}\n\nSteps for {team}."));
+        body["intent"] = json!("publish");
+        body["workspace"] = json!(team);
+        let saved = s.save(&bob, body).await.expect_ok().clone();
+        assert_eq!(saved["data"]["status"], "proposed");
+    }
+    let mut admin = signed_in_admin(&s).await;
+    let alpha = admin.get("/console/skills/alpha/runbook").await;
+    assert_eq!(alpha.status, 200);
+    assert!(
+        alpha.body.contains("/console/skills/alpha/runbook?rev="),
+        "its own proposal is in the banner"
+    );
+    assert!(
+        !alpha.body.contains("/console/skills/beta/runbook"),
+        "another team's proposal for the same slug is not"
     );
 }

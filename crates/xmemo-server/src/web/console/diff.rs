@@ -1,7 +1,7 @@
 //! The diff of two revisions of a skill (SPEC §6): word level, per text component, metadata
 //! changes, binary components by hash. `from` defaults to the revision before `to`.
 
-use super::{Chrome, PageResult, Signed, render};
+use super::{Chrome, PageResult, Signed, SkillAt, render};
 use crate::error::ServiceError;
 use crate::service::PageRequest;
 use crate::state::AppState;
@@ -66,9 +66,10 @@ pub struct RevisionChoice {
 #[template(path = "console/diff.html")]
 struct DiffPage {
     chrome: Option<Chrome>,
-    ws: String,
     slug: String,
     back: String,
+    /// Where the revision picker sends its choice.
+    action: String,
     from_id: String,
     to_id: String,
     from_label: String,
@@ -115,9 +116,14 @@ fn text_view(d: &TextDiff) -> TextView {
 pub async fn page(
     State(state): State<AppState>,
     Signed(ctx): Signed,
+    SkillAt { ws, slug }: SkillAt,
     query: Result<Query<DiffQuery>, QueryRejection>,
 ) -> PageResult {
-    let q = query.map(|Query(v)| v).unwrap_or_default();
+    let q = DiffQuery {
+        ws,
+        slug,
+        ..query.map(|Query(v)| v).unwrap_or_default()
+    };
     let p = &ctx.principal;
     let result: Result<DiffPage, ServiceError> = async {
         let ws = (!q.ws.is_empty()).then_some(q.ws.as_str());
@@ -211,6 +217,7 @@ pub async fn page(
         Ok(DiffPage {
             chrome: Some(ctx.chrome("skills")),
             back: super::skills::skill_href(&d.workspace, &d.slug),
+            action: super::skill_link(&d.workspace, &d.slug, "/diff", &[]),
             from_label: label(d.from.revision_number, d.from.status),
             to_label: label(d.to.revision_number, d.to.status),
             from_id: d.from.revision_id.clone(),
@@ -245,7 +252,6 @@ pub async fn page(
                 .collect(),
             unchanged: comps.unchanged.len(),
             components,
-            ws: d.workspace,
             slug: d.slug,
         })
     }

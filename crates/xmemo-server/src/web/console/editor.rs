@@ -4,7 +4,9 @@
 //! with publish intent. The form carries `expected_revision_id`: a concurrent save answers
 //! CONFLICT, and the editor comes back with everything the person typed or uploaded.
 
-use super::{Chrome, Ctx, PageResult, Posted, Signed, posted, render, see_other, workspaces};
+use super::{
+    Chrome, Ctx, PageResult, Posted, Signed, SkillAt, posted, render, see_other, workspaces,
+};
 use crate::error::ServiceError;
 use crate::service::types::{ComponentRequest, ContentEncoding, SaveRequest};
 use crate::state::AppState;
@@ -161,9 +163,9 @@ pub async fn new_skill(
 pub async fn edit(
     State(state): State<AppState>,
     Signed(ctx): Signed,
-    query: Result<Query<EditQuery>, QueryRejection>,
+    SkillAt { ws, slug }: SkillAt,
 ) -> PageResult {
-    let q = query.map(|Query(v)| v).unwrap_or_default();
+    let q = EditQuery { ws, slug };
     let page = edit_page(&state, &ctx, &q)
         .await
         .map_err(ctx.fail("skills"))?;
@@ -423,14 +425,11 @@ pub async fn save(
                 (true, xmemo_core::RevisionStatus::Proposed) => "saved-proposed",
                 (true, _) => "saved",
             };
-            see_other(&super::link(
-                "/console/skill",
-                &[
-                    ("ws", &saved.workspace),
-                    ("slug", &saved.slug),
-                    ("rev", &saved.revision_id),
-                    ("notice", notice),
-                ],
+            see_other(&super::skill_link(
+                &saved.workspace,
+                &saved.slug,
+                "",
+                &[("rev", &saved.revision_id), ("notice", notice)],
             ))
         }
         Err(ServiceError::Conflict(message)) if !page.is_new || !page.expected.is_empty() => {
@@ -442,10 +441,7 @@ pub async fn save(
                 .ok()
                 .and_then(|r| r.last().map(|r| (r.revision_id.clone(), r.revision_number)));
             if let Some((id, number)) = &latest {
-                page.latest_href = super::link(
-                    "/console/skill",
-                    &[("ws", &page.ws), ("slug", &page.slug), ("rev", id)],
-                );
+                page.latest_href = super::skill_link(&page.ws, &page.slug, "", &[("rev", id)]);
                 page.latest = Some(id.clone());
                 let e = ServiceError::Conflict(format!(
                     "Someone saved revision {number} of this skill while you were editing, so \

@@ -121,20 +121,15 @@ pub async fn submit(
         )),
     };
     let imported = result.map_err(ctx.fail("skills"))?;
-    Ok(see_other(&super::link(
-        "/console/skill",
-        &[
-            ("ws", &imported.saved.workspace),
-            ("slug", &imported.saved.slug),
-            ("rev", &imported.saved.revision_id),
-            (
-                "notice",
-                if imported.saved.created {
-                    "imported"
-                } else {
-                    "unchanged"
-                },
-            ),
-        ],
+    let notice = if imported.saved.created {
+        "imported"
+    } else {
+        "unchanged"
+    };
+    Ok(see_other(&super::skill_link(
+        &imported.saved.workspace,
+        &imported.saved.slug,
+        "",
+        &[("rev", &imported.saved.revision_id), ("notice", notice)],
     )))
 }

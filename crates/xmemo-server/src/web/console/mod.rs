@@ -37,11 +37,11 @@ use crate::state::AppState;
 use askama::Template;
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts, Request};
+use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts, Path, Request, State};
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{any, get, post};
 
 /// The console's own script.
 const SCRIPT: &str = include_str!("../../../templates/console/console.js");
@@ -148,6 +148,21 @@ pub fn link(path: &str, params: &[(&str, &str)]) -> String {
         "{path}?{}",
         serde_urlencoded::to_string(&params).unwrap_or_default()
     )
+}
+
+/// What a path segment escapes: everything but the unreserved characters (RFC 3986 §2.3).
+const SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+/// The address of a skill's page (`sub` empty) or of one of its pages (`/edit`, `/diff`,
+/// `/export`, and the `/lifecycle` and `/archive` forms): `/console/skills/{ws}/{slug}…`.
+pub fn skill_link(ws: &str, slug: &str, sub: &str, params: &[(&str, &str)]) -> String {
+    let ws = percent_encoding::utf8_percent_encode(ws, SEGMENT);
+    let slug = percent_encoding::utf8_percent_encode(slug, SEGMENT);
+    link(&format!("/console/skills/{ws}/{slug}{sub}"), params)
 }
 
 /// A rendered console page.
@@ -293,6 +308,86 @@ impl FromRequest<AppState> for Posted {
     }
 }
 
+/// The skill a `/console/skills/{ws}/{slug}…` address names; an address that cannot be read
+/// is the console's page-not-found.
+pub struct SkillAt {
+    pub ws: String,
+    pub slug: String,
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for SkillAt {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Response> {
+        match Path::<(String, String)>::from_request_parts(parts, state).await {
+            Ok(Path((ws, slug))) => Ok(SkillAt { ws, slug }),
+            Err(_) => Err(not_found_page().await),
+        }
+    }
+}
+
+/// A console address that does not exist: a page a person can read (not the API's JSON).
+pub async fn not_found_page() -> Response {
+    render_message(
+        StatusCode::NOT_FOUND,
+        "Page not found",
+        "There is no console page at this address. The skill list has everything the console shows.",
+        "NOT_FOUND",
+    )
+}
+
+/// The skill pages moved from `/console/skill…?ws=…&slug=…` to `/console/skills/{ws}/{slug}…`:
+/// an old link (a bookmark, a page opened before an upgrade) is sent to the new address, its
+/// other parameters kept. Without `ws` the workspace is the one the slug resolves to.
+async fn moved(state: &AppState, ctx: &Ctx, uri: &Uri, sub: &str) -> PageResult {
+    let query: Vec<(String, String)> =
+        serde_urlencoded::from_str(uri.query().unwrap_or("")).unwrap_or_default();
+    let get = |name: &str| {
+        query
+            .iter()
+            .find(|(k, _)| k == name)
+            .map_or("", |(_, v)| v.as_str())
+    };
+    let (ws, slug) = (get("ws"), get("slug"));
+    if slug.is_empty() {
+        return Ok(see_other("/console/skills"));
+    }
+    let ws = if ws.is_empty() {
+        state
+            .service
+            .get_skill(&ctx.principal, slug, None)
+            .await
+            .map_err(ctx.fail("skills"))?
+            .workspace
+    } else {
+        ws.to_string()
+    };
+    let rest: Vec<(&str, &str)> = query
+        .iter()
+        .filter(|(k, _)| k != "ws" && k != "slug")
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let mut response = see_other(&skill_link(&ws, slug, sub, &rest));
+    *response.status_mut() = StatusCode::PERMANENT_REDIRECT;
+    Ok(response)
+}
+
+async fn moved_show(State(state): State<AppState>, Signed(ctx): Signed, uri: Uri) -> PageResult {
+    moved(&state, &ctx, &uri, "").await
+}
+
+async fn moved_edit(State(state): State<AppState>, Signed(ctx): Signed, uri: Uri) -> PageResult {
+    moved(&state, &ctx, &uri, "/edit").await
+}
+
+async fn moved_diff(State(state): State<AppState>, Signed(ctx): Signed, uri: Uri) -> PageResult {
+    moved(&state, &ctx, &uri, "/diff").await
+}
+
+async fn moved_export(State(state): State<AppState>, Signed(ctx): Signed, uri: Uri) -> PageResult {
+    moved(&state, &ctx, &uri, "/export").await
+}
+
 /// The person's workspaces, or none when the lookup fails (pages still render).
 pub async fn workspaces(state: &AppState, ctx: &Ctx) -> Vec<WorkspaceView> {
     state
@@ -318,19 +413,28 @@ async fn script() -> Response {
         .into_response()
 }
 
-/// Every console route.
+/// Every console route. A skill's pages live under `/console/skills/{ws}/{slug}`; the old
+/// query-string addresses redirect there (GET) or are still served (the two forms, for pages
+/// opened before an upgrade); any other `/console/…` address is the page-not-found.
 pub fn routes() -> Router<AppState> {
+    let skill = "/console/skills/{ws}/{slug}";
     let forms = Router::new()
         .route("/console", get(index))
         .route("/console/", get(index))
         .route("/console/skills", get(skills::list))
-        .route("/console/skill", get(skills::show))
-        .route("/console/skill/lifecycle", post(skills::lifecycle))
-        .route("/console/skill/archive", post(skills::archive))
-        .route("/console/skill/export", get(skills::export))
-        .route("/console/skill/diff", get(diff::page))
         .route("/console/skills/new", get(editor::new_skill))
-        .route("/console/skill/edit", get(editor::edit))
+        .route(skill, get(skills::show))
+        .route(&format!("{skill}/edit"), get(editor::edit))
+        .route(&format!("{skill}/diff"), get(diff::page))
+        .route(&format!("{skill}/export"), get(skills::export))
+        .route(&format!("{skill}/lifecycle"), post(skills::lifecycle))
+        .route(&format!("{skill}/archive"), post(skills::archive))
+        .route("/console/skill", get(moved_show))
+        .route("/console/skill/edit", get(moved_edit))
+        .route("/console/skill/diff", get(moved_diff))
+        .route("/console/skill/export", get(moved_export))
+        .route("/console/skill/lifecycle", post(skills::lifecycle_form))
+        .route("/console/skill/archive", post(skills::archive_form))
         .route("/console/import", get(import::page))
         .route("/console/memories", get(memories::page))
         .route("/console/memories/forget", post(memories::forget))
@@ -347,6 +451,7 @@ pub fn routes() -> Router<AppState> {
         .route("/console/account/export", get(account::export))
         .route("/console/account/delete", post(account::delete))
         .route("/console/connect", get(connect::page))
+        .route("/console/{*unknown}", any(not_found_page))
         .route("/assets/console.js", get(script))
         .layer(DefaultBodyLimit::max(FORM_LIMIT_BYTES));
     let uploads = Router::new()

@@ -3,7 +3,10 @@
 //! the lifecycle buttons the person's role allows), lifecycle and archive forms, and the
 //! Source Capsule download.
 
-use super::{Chrome, Ctx, Fields, PageResult, Posted, Signed, link, render, see_other, workspaces};
+use super::{
+    Chrome, Ctx, Fields, PageResult, Posted, Signed, SkillAt, link, render, see_other, skill_link,
+    workspaces,
+};
 use crate::error::ServiceError;
 use crate::service::PageRequest;
 use crate::service::types::{PendingReview, RevisionSummary, WorkspaceView};
@@ -69,21 +72,14 @@ struct ListPage {
 }
 
 pub fn skill_href(workspace: &str, slug: &str) -> String {
-    link("/console/skill", &[("ws", workspace), ("slug", slug)])
+    skill_link(workspace, slug, "", &[])
 }
 
 fn review_rows(reviews: Vec<PendingReview>) -> Vec<ReviewRow> {
     reviews
         .into_iter()
         .map(|r| ReviewRow {
-            href: link(
-                "/console/skill",
-                &[
-                    ("ws", &r.workspace),
-                    ("slug", &r.slug),
-                    ("rev", &r.revision_id),
-                ],
-            ),
+            href: skill_link(&r.workspace, &r.slug, "", &[("rev", &r.revision_id)]),
             label: format!("{} · r{} in {}", r.name, r.revision_number, r.workspace),
             by: r.proposed_by.unwrap_or_else(|| "a deleted account".into()),
         })
@@ -235,6 +231,9 @@ struct SkillPage {
     token: String,
     ws: String,
     slug: String,
+    /// Where the lifecycle and archive forms post.
+    lifecycle_action: String,
+    archive_action: String,
     name: String,
     description: String,
     archived: bool,
@@ -278,9 +277,14 @@ fn allows(
 pub async fn show(
     State(state): State<AppState>,
     Signed(ctx): Signed,
+    SkillAt { ws, slug }: SkillAt,
     query: Result<Query<SkillQuery>, QueryRejection>,
 ) -> PageResult {
-    let q = query.map(|Query(v)| v).unwrap_or_default();
+    let q = SkillQuery {
+        ws,
+        slug,
+        ..query.map(|Query(v)| v).unwrap_or_default()
+    };
     let page = skill_page(&state, &ctx, &q)
         .await
         .map_err(ctx.fail("skills"))?;
@@ -344,50 +348,38 @@ async fn skill_page(
         .filter(|r| r.revision_number < root.revision_number)
         .max_by_key(|r| r.revision_number);
     let diff_href = previous.map(|prev| {
-        link(
-            "/console/skill/diff",
-            &[
-                ("ws", &skill.workspace),
-                ("slug", &skill.slug),
-                ("from", &prev.revision_id),
-                ("to", &root.revision_id),
-            ],
+        skill_link(
+            &skill.workspace,
+            &skill.slug,
+            "/diff",
+            &[("from", &prev.revision_id), ("to", &root.revision_id)],
         )
     });
     let reviews = state
         .service
         .pending_reviews(p, BANNER_MAX)
         .await
-        .map(review_rows)
         .unwrap_or_default()
         .into_iter()
-        .filter(|r| r.href.contains(&format!("slug={}&", skill.slug)))
+        // This skill's proposals only: the same slug in another workspace is another skill.
+        .filter(|r| r.slug == skill.slug && r.workspace == skill.workspace)
         .collect();
+    let reviews = review_rows(reviews);
     Ok(SkillPage {
         chrome: Some(ctx.chrome("skills").with_notice(Some(&q.notice))),
         token: ctx.token.clone(),
-        edit_href: link(
-            "/console/skill/edit",
-            &[("ws", &skill.workspace), ("slug", &skill.slug)],
+        lifecycle_action: skill_link(&skill.workspace, &skill.slug, "/lifecycle", &[]),
+        archive_action: skill_link(&skill.workspace, &skill.slug, "/archive", &[]),
+        edit_href: skill_link(&skill.workspace, &skill.slug, "/edit", &[]),
+        export_href: skill_link(
+            &skill.workspace,
+            &skill.slug,
+            "/export",
+            &[("rev", &root.revision_id)],
         ),
-        export_href: link(
-            "/console/skill/export",
-            &[
-                ("ws", &skill.workspace),
-                ("slug", &skill.slug),
-                ("rev", &root.revision_id),
-            ],
-        ),
-        more_revisions: revisions.next_cursor.map(|c| {
-            link(
-                "/console/skill",
-                &[
-                    ("ws", &skill.workspace),
-                    ("slug", &skill.slug),
-                    ("rcursor", &c),
-                ],
-            )
-        }),
+        more_revisions: revisions
+            .next_cursor
+            .map(|c| skill_link(&skill.workspace, &skill.slug, "", &[("rcursor", &c)])),
         diff_href,
         ws: skill.workspace.clone(),
         slug: skill.slug.clone(),
@@ -473,14 +465,8 @@ fn revision_row(
         agent: or_dash(&a.agent_id),
         instance: or_dash(&a.agent_instance_id),
         note: r.review_note.clone().unwrap_or_default(),
-        href: link(
-            "/console/skill",
-            &[("ws", ws), ("slug", slug), ("rev", &r.revision_id)],
-        ),
-        diff_href: link(
-            "/console/skill/diff",
-            &[("ws", ws), ("slug", slug), ("to", &r.revision_id)],
-        ),
+        href: skill_link(ws, slug, "", &[("rev", &r.revision_id)]),
+        diff_href: skill_link(ws, slug, "/diff", &[("to", &r.revision_id)]),
         can_publish: allows(LifecycleAction::Publish, r.status, role, kind),
         publish_label: if kind == WorkspaceKind::Team && !role.is_manager() {
             "Propose"
@@ -493,18 +479,32 @@ fn revision_row(
     }
 }
 
-fn back_to(fields: &Fields, notice: &str) -> String {
-    link(
-        "/console/skill",
-        &[
-            ("ws", fields.get("ws")),
-            ("slug", fields.get("slug")),
-            ("notice", notice),
-        ],
-    )
+fn back_to(at: &SkillAt, notice: &str) -> String {
+    skill_link(&at.ws, &at.slug, "", &[("notice", notice)])
 }
 
-pub async fn lifecycle(State(state): State<AppState>, Posted(ctx, f): Posted) -> PageResult {
+/// The skill a form posted to an old address names in its fields.
+fn posted_skill(f: &Fields) -> SkillAt {
+    SkillAt {
+        ws: f.get("ws").to_string(),
+        slug: f.get("slug").to_string(),
+    }
+}
+
+pub async fn lifecycle(
+    State(state): State<AppState>,
+    at: SkillAt,
+    Posted(ctx, f): Posted,
+) -> PageResult {
+    change_lifecycle(&state, &ctx, &at, &f).await
+}
+
+/// `/console/skill/lifecycle`, the form's address before skills had their own.
+pub async fn lifecycle_form(State(state): State<AppState>, Posted(ctx, f): Posted) -> PageResult {
+    change_lifecycle(&state, &ctx, &posted_skill(&f), &f).await
+}
+
+async fn change_lifecycle(state: &AppState, ctx: &Ctx, at: &SkillAt, f: &Fields) -> PageResult {
     let action = match f.get("action") {
         "publish" => LifecycleAction::Publish,
         "approve" => LifecycleAction::Approve,
@@ -517,13 +517,13 @@ pub async fn lifecycle(State(state): State<AppState>, Posted(ctx, f): Posted) ->
             )));
         }
     };
-    let ws = f.opt("ws");
+    let ws = (!at.ws.is_empty()).then_some(at.ws.as_str());
     let updated = state
         .service
         .change_status(
             &ctx.principal,
-            f.get("slug"),
-            ws.as_deref(),
+            &at.slug,
+            ws,
             f.get("revision_id"),
             action,
             f.opt("note"),
@@ -537,25 +537,32 @@ pub async fn lifecycle(State(state): State<AppState>, Posted(ctx, f): Posted) ->
         (LifecycleAction::Reject, _) => "rejected",
         _ => "deprecated",
     };
-    Ok(see_other(&back_to(&f, notice)))
+    Ok(see_other(&back_to(at, notice)))
 }
 
-pub async fn archive(State(state): State<AppState>, Posted(ctx, f): Posted) -> PageResult {
+pub async fn archive(
+    State(state): State<AppState>,
+    at: SkillAt,
+    Posted(ctx, f): Posted,
+) -> PageResult {
+    set_archived(&state, &ctx, &at, &f).await
+}
+
+/// `/console/skill/archive`, the form's address before skills had their own.
+pub async fn archive_form(State(state): State<AppState>, Posted(ctx, f): Posted) -> PageResult {
+    set_archived(&state, &ctx, &posted_skill(&f), &f).await
+}
+
+async fn set_archived(state: &AppState, ctx: &Ctx, at: &SkillAt, f: &Fields) -> PageResult {
     let archived = f.get("archived") == "1";
-    let ws = f.opt("ws");
+    let ws = (!at.ws.is_empty()).then_some(at.ws.as_str());
     state
         .service
-        .set_archived(
-            &ctx.principal,
-            f.get("slug"),
-            ws.as_deref(),
-            archived,
-            f.opt("reason"),
-        )
+        .set_archived(&ctx.principal, &at.slug, ws, archived, f.opt("reason"))
         .await
         .map_err(ctx.fail("skills"))?;
     Ok(see_other(&back_to(
-        &f,
+        at,
         if archived { "archived" } else { "restored" },
     )))
 }
@@ -563,9 +570,14 @@ pub async fn archive(State(state): State<AppState>, Posted(ctx, f): Posted) -> P
 pub async fn export(
     State(state): State<AppState>,
     Signed(ctx): Signed,
+    SkillAt { ws, slug }: SkillAt,
     query: Result<Query<SkillQuery>, QueryRejection>,
 ) -> PageResult {
-    let q = query.map(|Query(v)| v).unwrap_or_default();
+    let q = SkillQuery {
+        ws,
+        slug,
+        ..query.map(|Query(v)| v).unwrap_or_default()
+    };
     let ws = (!q.ws.is_empty()).then_some(q.ws.as_str());
     let rev = (!q.rev.is_empty()).then_some(q.rev.as_str());
     let capsule = state
