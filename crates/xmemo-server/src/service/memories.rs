@@ -27,54 +27,40 @@ const MEMORY_ID: &str = "The memory_id returned by remember or recall.";
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RememberRequest {
-    #[schemars(
-        schema_with = "schema::memory_kind",
-        description = "preference, fact, decision, todo, progress or note."
-    )]
+    /// preference, fact, decision, todo, progress or note.
+    #[schemars(schema_with = "schema::memory_kind")]
     pub kind: MemoryKind,
     #[schemars(
         length(min = 1, max = MEMORY_CONTENT_MAX_BYTES),
         description = format!("What to remember, in plain words (at most {MEMORY_CONTENT_MAX_BYTES} bytes of UTF-8).")
     )]
     pub content: String,
-    #[schemars(
-        length(min = 1, max = MEMORY_TITLE_MAX_CHARS),
-        description = "A short title (optional)."
-    )]
+    /// A short title (optional).
+    #[schemars(length(min = 1, max = MEMORY_TITLE_MAX_CHARS))]
     pub title: Option<String>,
+    /// Tags to find it by (optional).
     #[serde(default)]
-    #[schemars(
-        schema_with = "schema::tags",
-        description = "Tags to find it by (optional)."
-    )]
+    #[schemars(schema_with = "schema::tags")]
     pub tags: Option<Vec<String>>,
+    /// The project it applies to, e.g. the repository name (optional; omit for workspace-wide
+    /// memories).
     #[serde(default)]
-    #[schemars(
-        schema_with = "schema::slug",
-        description = "The project it applies to, e.g. the repository name (optional; omit for workspace-wide memories)."
-    )]
+    #[schemars(schema_with = "schema::slug")]
     pub project: Option<String>,
-    /// RFC 3339; the memory is no longer recalled from then on.
+    /// RFC 3339 instant after which it is no longer recalled (optional).
     #[serde(default)]
-    #[schemars(
-        schema_with = "schema::instant",
-        description = "RFC 3339 instant after which it is no longer recalled (optional)."
-    )]
+    #[schemars(schema_with = "schema::instant")]
     pub expires_at: Option<String>,
-    #[schemars(
-        length(min = 1),
-        description = "\"personal\" (default) or a team handle."
-    )]
+    /// "personal" (default) or a team handle.
+    #[schemars(length(min = 1))]
     pub workspace: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RecallMemoriesRequest {
-    #[schemars(
-        length(min = 1, max = QUERY_MAX_CHARS),
-        description = "Words to search titles, contents and tags for."
-    )]
+    /// Words to search titles, contents and tags for.
+    #[schemars(length(min = 1, max = QUERY_MAX_CHARS))]
     pub query: Option<String>,
     /// Read one memory by id (every other argument but `full` is then refused).
     #[schemars(length(min = 1), description = MEMORY_ID)]
@@ -82,36 +68,26 @@ pub struct RecallMemoriesRequest {
     #[serde(default)]
     #[schemars(schema_with = "schema::memory_kind")]
     pub kind: Option<MemoryKind>,
+    /// Only memories carrying every one of these tags.
     #[serde(default)]
-    #[schemars(
-        schema_with = "schema::tags",
-        description = "Only memories carrying every one of these tags."
-    )]
+    #[schemars(schema_with = "schema::tags")]
     pub tags: Option<Vec<String>>,
+    /// Only memories of this project.
     #[serde(default)]
-    #[schemars(
-        schema_with = "schema::slug",
-        description = "Only memories of this project."
-    )]
+    #[schemars(schema_with = "schema::slug")]
     pub project: Option<String>,
-    #[schemars(
-        length(min = 1),
-        description = "Only memories saved by this agent instance (XMEMO_AGENT_INSTANCE_ID)."
-    )]
+    /// Only memories saved by this agent instance (XMEMO_AGENT_INSTANCE_ID).
+    #[schemars(length(min = 1))]
     pub agent_instance_id: Option<String>,
+    /// Only memories changed at or after this instant.
     #[serde(default)]
-    #[schemars(
-        schema_with = "schema::instant",
-        description = "Only memories changed at or after this instant."
-    )]
+    #[schemars(schema_with = "schema::instant")]
     pub since: Option<String>,
+    /// Only memories changed at or before this instant.
     #[serde(default)]
-    #[schemars(
-        schema_with = "schema::instant",
-        description = "Only memories changed at or before this instant."
-    )]
+    #[schemars(schema_with = "schema::instant")]
     pub until: Option<String>,
-    #[schemars(description = "Also recall forgotten memories (default false).")]
+    /// Also recall forgotten memories (default false).
     pub include_forgotten: Option<bool>,
     #[schemars(
         range(min = MEMORY_RECALL_LIMIT_MIN, max = MEMORY_RECALL_LIMIT_MAX),
@@ -119,13 +95,11 @@ pub struct RecallMemoriesRequest {
         description = format!("How many memories at most (default {MEMORY_RECALL_LIMIT_DEFAULT}).")
     )]
     pub limit: Option<i64>,
-    /// Whole contents instead of excerpts.
-    #[schemars(description = "Whole contents instead of excerpts (default false).")]
+    /// Whole contents instead of excerpts (default false).
     pub full: Option<bool>,
-    #[schemars(
-        length(min = 1),
-        description = "Only this workspace (\"personal\" or a team handle); default: every workspace you can read."
-    )]
+    /// Only this workspace ("personal" or a team handle); default: every workspace you can
+    /// read.
+    #[schemars(length(min = 1))]
     pub workspace: Option<String>,
 }
 
@@ -135,17 +109,16 @@ pub struct RecallMemoriesRequest {
 pub struct UpdateMemoryRequest {
     #[schemars(length(min = 1), description = MEMORY_ID)]
     pub memory_id: String,
-    #[schemars(range(min = 1), description = "The version the change is based on.")]
+    /// The version the change is based on.
+    #[schemars(range(min = 1))]
     pub expected_version: i64,
     #[schemars(length(min = 1, max = MEMORY_CONTENT_MAX_BYTES))]
     pub content: Option<String>,
     #[schemars(length(min = 1, max = MEMORY_TITLE_MAX_CHARS))]
     pub title: Option<String>,
+    /// The new set of tags (replaces the old one).
     #[serde(default)]
-    #[schemars(
-        schema_with = "schema::tags",
-        description = "The new set of tags (replaces the old one)."
-    )]
+    #[schemars(schema_with = "schema::tags")]
     pub tags: Option<Vec<String>>,
     #[serde(default)]
     #[schemars(schema_with = "schema::memory_kind")]
@@ -157,10 +130,8 @@ pub struct UpdateMemoryRequest {
 pub struct ForgetRequest {
     #[schemars(length(min = 1), description = MEMORY_ID)]
     pub memory_id: String,
-    #[schemars(
-        length(max = NOTE_MAX_CHARS),
-        description = "Why it is forgotten (optional, recorded)."
-    )]
+    /// Why it is forgotten (optional, recorded).
+    #[schemars(length(max = NOTE_MAX_CHARS))]
     pub reason: Option<String>,
 }
 

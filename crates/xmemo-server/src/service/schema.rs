@@ -29,12 +29,17 @@ pub fn input_schema<T: JsonSchema>() -> Value {
 }
 
 /// Drops `null` from the types and defaults of optional fields (leaving a field out is how to
-/// say nothing) and the `int64`-style storage formats, everywhere.
+/// say nothing) and the `int64`-style storage formats, and writes each description on one
+/// line, everywhere.
 fn tidy(value: &mut Value) {
     match value {
         Value::Object(map) => {
             if map.get("default").is_some_and(Value::is_null) {
                 map.remove("default");
+            }
+            // A description written as a doc comment keeps the comment's line breaks.
+            if let Some(Value::String(text)) = map.get_mut("description") {
+                *text = text.split_whitespace().collect::<Vec<_>>().join(" ");
             }
             if let Some(Value::Array(types)) = map.get_mut("type") {
                 types.retain(|t| t != "null");

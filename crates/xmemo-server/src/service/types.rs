@@ -26,10 +26,8 @@ pub enum ContentEncoding {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ComponentRequest {
-    #[schemars(
-        length(min = 1, max = LOGICAL_PATH_MAX_BYTES),
-        description = "Relative POSIX path, e.g. \"scripts/check.py\" or \"references/api.md\"."
-    )]
+    /// Relative POSIX path, e.g. "scripts/check.py" or "references/api.md".
+    #[schemars(length(min = 1, max = LOGICAL_PATH_MAX_BYTES))]
     pub logical_path: String,
     #[serde(rename = "type")]
     #[schemars(schema_with = "schema::component_type")]
@@ -39,8 +37,8 @@ pub struct ComponentRequest {
         description = format!("File content (at most {COMPONENT_MAX_BYTES} bytes once decoded).")
     )]
     pub content: String,
+    /// How `content` is encoded (default utf-8).
     #[serde(default)]
-    #[schemars(description = "How `content` is encoded (default utf-8).")]
     pub encoding: ContentEncoding,
 }
 
@@ -48,52 +46,38 @@ pub struct ComponentRequest {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SaveRequest {
-    #[schemars(
-        schema_with = "schema::slug",
-        description = "Stable identifier: lowercase words joined by hyphens, e.g. \"release-checklist\"."
-    )]
+    /// Stable identifier: lowercase words joined by hyphens, e.g. "release-checklist".
+    #[schemars(schema_with = "schema::slug")]
     pub slug: String,
-    #[schemars(
-        length(min = 1, max = NAME_MAX_CHARS),
-        description = "Display name. Required on the first save of a slug."
-    )]
+    /// Display name. Required on the first save of a slug.
+    #[schemars(length(min = 1, max = NAME_MAX_CHARS))]
     pub name: Option<String>,
-    #[schemars(
-        length(min = 1, max = DESCRIPTION_MAX_CHARS),
-        description = "One or two sentences saying what the skill does and when to use it (this is what Level 0 search shows). Required on the first save of a slug."
-    )]
+    /// One or two sentences saying what the skill does and when to use it (this is what Level 0
+    /// search shows). Required on the first save of a slug.
+    #[schemars(length(min = 1, max = DESCRIPTION_MAX_CHARS))]
     pub description: Option<String>,
     #[schemars(
         length(min = 1, max = INSTRUCTION_BODY_MAX_BYTES),
         description = format!("The procedure itself, in Markdown: the steps an agent should follow (at most {INSTRUCTION_BODY_MAX_BYTES} bytes of UTF-8).")
     )]
     pub instruction_body: String,
+    /// Supporting files of this revision (replaces the previous revision's set).
     #[serde(default)]
-    #[schemars(
-        length(max = MAX_COMPONENTS),
-        description = "Supporting files of this revision (replaces the previous revision's set)."
-    )]
+    #[schemars(length(max = MAX_COMPONENTS))]
     pub components: Vec<ComponentRequest>,
+    /// Extra SKILL.md frontmatter fields (license, compatibility, allowed-tools, metadata…).
     #[serde(default)]
-    #[schemars(
-        schema_with = "schema::object",
-        description = "Extra SKILL.md frontmatter fields (license, compatibility, allowed-tools, metadata…)."
-    )]
+    #[schemars(schema_with = "schema::object")]
     pub metadata: Option<Map<String, Value>>,
+    /// "draft" (default) or "publish".
     #[serde(default)]
-    #[schemars(
-        schema_with = "schema::save_intent",
-        description = "\"draft\" (default) or \"publish\"."
-    )]
+    #[schemars(schema_with = "schema::save_intent")]
     pub intent: Option<SaveIntent>,
-    #[schemars(
-        length(min = 1),
-        description = "Where to save: \"personal\" (default) or a team handle."
-    )]
+    /// Where to save: "personal" (default) or a team handle.
+    #[schemars(length(min = 1))]
     pub workspace: Option<String>,
-    #[schemars(
-        description = "Optimistic concurrency: the latest revision_id you know of; a stale value is refused with CONFLICT."
-    )]
+    /// Optimistic concurrency: the latest revision_id you know of; a stale value is refused
+    /// with CONFLICT.
     pub expected_revision_id: Option<String>,
 }
 
@@ -113,10 +97,9 @@ pub struct Saved {
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RecallRequest {
-    #[schemars(
-        length(min = 1, max = QUERY_MAX_CHARS),
-        description = "Level 0: words describing the task, e.g. \"deploy the billing service\". Do not combine with `slug`."
-    )]
+    /// Level 0: words describing the task, e.g. "deploy the billing service". Do not combine
+    /// with `slug`.
+    #[schemars(length(min = 1, max = QUERY_MAX_CHARS))]
     pub query: Option<String>,
     #[schemars(
         range(min = SEARCH_LIMIT_MIN, max = SEARCH_LIMIT_MAX),
@@ -124,25 +107,19 @@ pub struct RecallRequest {
         description = format!("Level 0: how many descriptors to return (default {SEARCH_LIMIT_DEFAULT}).")
     )]
     pub limit: Option<i64>,
-    #[schemars(
-        length(min = 1),
-        description = "Optional: limit to one workspace (\"personal\", a team handle or a workspace id). Needed when a slug is ambiguous."
-    )]
+    /// Optional: limit to one workspace ("personal", a team handle or a workspace id). Needed
+    /// when a slug is ambiguous.
+    #[schemars(length(min = 1))]
     pub workspace: Option<String>,
+    /// Levels 1 and 2: the skill's slug as returned by Level 0, e.g. "deploy-procedure".
     #[serde(default)]
-    #[schemars(
-        schema_with = "schema::slug",
-        description = "Levels 1 and 2: the skill's slug as returned by Level 0, e.g. \"deploy-procedure\"."
-    )]
+    #[schemars(schema_with = "schema::slug")]
     pub slug: Option<String>,
-    #[schemars(
-        description = "Level 1: load this exact revision instead of the published/latest one. Level 2: required, the revision_id returned by Level 1."
-    )]
+    /// Level 1: load this exact revision instead of the published/latest one. Level 2:
+    /// required, the revision_id returned by Level 1.
     pub revision_id: Option<String>,
-    #[schemars(
-        length(min = 1, max = LOGICAL_PATH_MAX_BYTES),
-        description = "Level 2: the logical_path of one resource listed by Level 1, e.g. \"scripts/check.py\"."
-    )]
+    /// Level 2: the logical_path of one resource listed by Level 1, e.g. "scripts/check.py".
+    #[schemars(length(min = 1, max = LOGICAL_PATH_MAX_BYTES))]
     pub resource: Option<String>,
 }
 
@@ -360,26 +337,20 @@ pub struct WorkspaceView {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ExecuteRequest {
-    #[schemars(schema_with = "schema::slug", description = "The skill's slug.")]
+    /// The skill's slug.
+    #[schemars(schema_with = "schema::slug")]
     pub slug: String,
-    /// Optional here so that a missing pin is REVISION_PIN_REQUIRED, not a shape error; the
-    /// schema says it is required.
-    #[schemars(
-        required,
-        length(min = 1),
-        description = "The pinned revision (from recall Level 1)."
-    )]
+    // Optional here so that a missing pin is REVISION_PIN_REQUIRED, not a shape error; the
+    // schema says it is required.
+    /// The pinned revision (from recall Level 1).
+    #[schemars(required, length(min = 1))]
     pub revision_id: Option<String>,
-    #[schemars(
-        length(min = 1, max = LOGICAL_PATH_MAX_BYTES),
-        description = "logical_path of a `script` component of that revision."
-    )]
+    /// logical_path of a `script` component of that revision.
+    #[schemars(length(min = 1, max = LOGICAL_PATH_MAX_BYTES))]
     pub script_path: String,
+    /// JSON object passed to the script on stdin.
     #[serde(default)]
-    #[schemars(
-        schema_with = "schema::object",
-        description = "JSON object passed to the script on stdin."
-    )]
+    #[schemars(schema_with = "schema::object")]
     pub input_args: Option<Value>,
     #[schemars(
         range(min = EXECUTE_TIMEOUT_MIN_SECONDS, max = EXECUTE_TIMEOUT_MAX_SECONDS),
@@ -387,10 +358,8 @@ pub struct ExecuteRequest {
         description = format!("Wall-clock limit in seconds (default {EXECUTE_TIMEOUT_DEFAULT_SECONDS}).")
     )]
     pub timeout_seconds: Option<i64>,
-    #[schemars(
-        length(min = 1),
-        description = "Optional workspace (\"personal\", a team handle or id)."
-    )]
+    /// Optional workspace ("personal", a team handle or id).
+    #[schemars(length(min = 1))]
     pub workspace: Option<String>,
 }
 

@@ -76,6 +76,16 @@ fn ttl_of(cache_control: Option<&str>) -> Option<Duration> {
     Some(ttl.min(MAX_TTL))
 }
 
+/// The strings of a list field (other items are ignored), if the field is a list.
+fn strings(obj: &serde_json::Map<String, Value>, key: &str) -> Option<Vec<String>> {
+    obj.get(key).and_then(Value::as_array).map(|a| {
+        a.iter()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect()
+    })
+}
+
 /// The client a document describes, after every check.
 pub fn parse_document(client_id: &str, bytes: &[u8]) -> Result<Client, OAuthError> {
     let bad = |why: String| {
@@ -108,16 +118,7 @@ pub fn parse_document(client_id: &str, bytes: &[u8]) -> Result<Client, OAuthErro
             "asks for token_endpoint_auth_method `{method}`; this server accepts `none` for metadata-document clients"
         )));
     }
-    let redirect_uris: Vec<String> = obj
-        .get("redirect_uris")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default();
+    let redirect_uris = strings(obj, "redirect_uris").unwrap_or_default();
     if redirect_uris.is_empty() {
         return Err(bad("lists no redirect_uris".into()));
     }
@@ -133,16 +134,8 @@ pub fn parse_document(client_id: &str, bytes: &[u8]) -> Result<Client, OAuthErro
         .map(str::trim)
         .filter(|n| !n.is_empty())
         .ok_or_else(|| bad("has no client_name".into()))?;
-    let grant_types = obj
-        .get("grant_types")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_else(|| vec!["authorization_code".to_string()]);
+    let grant_types =
+        strings(obj, "grant_types").unwrap_or_else(|| vec!["authorization_code".to_string()]);
     Ok(Client {
         client_id: client_id.to_string(),
         name: clean_name(name),

@@ -326,6 +326,30 @@ impl<S: Send + Sync> FromRequestParts<S> for SkillAt {
     }
 }
 
+/// A form about one skill: the POST checks passed ([`Posted`]), and the skill its address
+/// names — or, posted to the address the forms had before skills had their own
+/// (`/console/skill/lifecycle`), the skill its `ws` and `slug` fields name.
+pub struct SkillForm(pub Ctx, pub SkillAt, pub Fields);
+
+impl FromRequest<AppState> for SkillForm {
+    type Rejection = Response;
+
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, Response> {
+        let (mut parts, body) = req.into_parts();
+        let addressed = Path::<(String, String)>::from_request_parts(&mut parts, state)
+            .await
+            .ok()
+            .map(|Path((ws, slug))| SkillAt { ws, slug });
+        let Posted(ctx, fields) =
+            Posted::from_request(Request::from_parts(parts, body), state).await?;
+        let at = addressed.unwrap_or_else(|| SkillAt {
+            ws: fields.get("ws").to_string(),
+            slug: fields.get("slug").to_string(),
+        });
+        Ok(SkillForm(ctx, at, fields))
+    }
+}
+
 /// A console address that does not exist: a page a person can read (not the API's JSON).
 pub async fn not_found_page() -> Response {
     render_message(
@@ -433,8 +457,8 @@ pub fn routes() -> Router<AppState> {
         .route("/console/skill/edit", get(moved_edit))
         .route("/console/skill/diff", get(moved_diff))
         .route("/console/skill/export", get(moved_export))
-        .route("/console/skill/lifecycle", post(skills::lifecycle_form))
-        .route("/console/skill/archive", post(skills::archive_form))
+        .route("/console/skill/lifecycle", post(skills::lifecycle))
+        .route("/console/skill/archive", post(skills::archive))
         .route("/console/import", get(import::page))
         .route("/console/memories", get(memories::page))
         .route("/console/memories/forget", post(memories::forget))

@@ -4,8 +4,8 @@
 //! Source Capsule download.
 
 use super::{
-    Chrome, Ctx, Fields, PageResult, Posted, Signed, SkillAt, link, render, see_other, skill_link,
-    workspaces,
+    Chrome, Ctx, Fields, PageResult, Signed, SkillAt, SkillForm, link, render, see_other,
+    skill_link, workspaces,
 };
 use crate::error::ServiceError;
 use crate::service::PageRequest;
@@ -194,6 +194,18 @@ pub struct SkillQuery {
     pub rcursor: String,
 }
 
+impl SkillQuery {
+    /// The skill the address names, with the page's query parameters (an unreadable query
+    /// string counts as none).
+    fn of(at: SkillAt, query: Result<Query<SkillQuery>, QueryRejection>) -> Self {
+        SkillQuery {
+            ws: at.ws,
+            slug: at.slug,
+            ..query.map(|Query(v)| v).unwrap_or_default()
+        }
+    }
+}
+
 pub struct ResourceRow {
     pub short_hash: String,
     pub path: String,
@@ -277,14 +289,10 @@ fn allows(
 pub async fn show(
     State(state): State<AppState>,
     Signed(ctx): Signed,
-    SkillAt { ws, slug }: SkillAt,
+    at: SkillAt,
     query: Result<Query<SkillQuery>, QueryRejection>,
 ) -> PageResult {
-    let q = SkillQuery {
-        ws,
-        slug,
-        ..query.map(|Query(v)| v).unwrap_or_default()
-    };
+    let q = SkillQuery::of(at, query);
     let page = skill_page(&state, &ctx, &q)
         .await
         .map_err(ctx.fail("skills"))?;
@@ -483,25 +491,12 @@ fn back_to(at: &SkillAt, notice: &str) -> String {
     skill_link(&at.ws, &at.slug, "", &[("notice", notice)])
 }
 
-/// The skill a form posted to an old address names in its fields.
-fn posted_skill(f: &Fields) -> SkillAt {
-    SkillAt {
-        ws: f.get("ws").to_string(),
-        slug: f.get("slug").to_string(),
-    }
-}
-
+/// Publish, approve, reject or deprecate one revision.
 pub async fn lifecycle(
     State(state): State<AppState>,
-    at: SkillAt,
-    Posted(ctx, f): Posted,
+    SkillForm(ctx, at, f): SkillForm,
 ) -> PageResult {
     change_lifecycle(&state, &ctx, &at, &f).await
-}
-
-/// `/console/skill/lifecycle`, the form's address before skills had their own.
-pub async fn lifecycle_form(State(state): State<AppState>, Posted(ctx, f): Posted) -> PageResult {
-    change_lifecycle(&state, &ctx, &posted_skill(&f), &f).await
 }
 
 async fn change_lifecycle(state: &AppState, ctx: &Ctx, at: &SkillAt, f: &Fields) -> PageResult {
@@ -540,17 +535,12 @@ async fn change_lifecycle(state: &AppState, ctx: &Ctx, at: &SkillAt, f: &Fields)
     Ok(see_other(&back_to(at, notice)))
 }
 
+/// Archive or restore the skill.
 pub async fn archive(
     State(state): State<AppState>,
-    at: SkillAt,
-    Posted(ctx, f): Posted,
+    SkillForm(ctx, at, f): SkillForm,
 ) -> PageResult {
     set_archived(&state, &ctx, &at, &f).await
-}
-
-/// `/console/skill/archive`, the form's address before skills had their own.
-pub async fn archive_form(State(state): State<AppState>, Posted(ctx, f): Posted) -> PageResult {
-    set_archived(&state, &ctx, &posted_skill(&f), &f).await
 }
 
 async fn set_archived(state: &AppState, ctx: &Ctx, at: &SkillAt, f: &Fields) -> PageResult {
@@ -570,14 +560,10 @@ async fn set_archived(state: &AppState, ctx: &Ctx, at: &SkillAt, f: &Fields) -> 
 pub async fn export(
     State(state): State<AppState>,
     Signed(ctx): Signed,
-    SkillAt { ws, slug }: SkillAt,
+    at: SkillAt,
     query: Result<Query<SkillQuery>, QueryRejection>,
 ) -> PageResult {
-    let q = SkillQuery {
-        ws,
-        slug,
-        ..query.map(|Query(v)| v).unwrap_or_default()
-    };
+    let q = SkillQuery::of(at, query);
     let ws = (!q.ws.is_empty()).then_some(q.ws.as_str());
     let rev = (!q.rev.is_empty()).then_some(q.rev.as_str());
     let capsule = state
