@@ -1,13 +1,12 @@
 //! The diff of two revisions of a skill (SPEC §6): word level, per text component, metadata
 //! changes, binary components by hash. `from` defaults to the revision before `to`.
 
-use super::{Chrome, PageResult, Signed, SkillAt, render};
+use super::{Chrome, PageResult, Params, Signed, SkillAt, render};
 use crate::error::ServiceError;
 use crate::service::PageRequest;
 use crate::state::AppState;
 use askama::Template;
-use axum::extract::rejection::QueryRejection;
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use serde::Deserialize;
 use xmemo_core::diff::{TextDiff, WordOpKind};
@@ -117,13 +116,9 @@ pub async fn page(
     State(state): State<AppState>,
     Signed(ctx): Signed,
     SkillAt { ws, slug }: SkillAt,
-    query: Result<Query<DiffQuery>, QueryRejection>,
+    Params(query): Params<DiffQuery>,
 ) -> PageResult {
-    let q = DiffQuery {
-        ws,
-        slug,
-        ..query.map(|Query(v)| v).unwrap_or_default()
-    };
+    let q = DiffQuery { ws, slug, ..query };
     let p = &ctx.principal;
     let result: Result<DiffPage, ServiceError> = async {
         let ws = (!q.ws.is_empty()).then_some(q.ws.as_str());

@@ -5,14 +5,13 @@
 //! CONFLICT, and the editor comes back with everything the person typed or uploaded.
 
 use super::{
-    Chrome, Ctx, PageResult, Posted, Signed, SkillAt, posted, render, see_other, workspaces,
+    Chrome, Ctx, PageResult, Params, Posted, Signed, SkillAt, posted, render, see_other, workspaces,
 };
 use crate::error::ServiceError;
 use crate::service::types::{ComponentRequest, ContentEncoding, SaveRequest};
 use crate::state::AppState;
 use askama::Template;
-use axum::extract::rejection::QueryRejection;
-use axum::extract::{Multipart, Query, State};
+use axum::extract::{Multipart, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
@@ -149,9 +148,8 @@ pub struct EditQuery {
 pub async fn new_skill(
     State(state): State<AppState>,
     Signed(ctx): Signed,
-    query: Result<Query<EditQuery>, QueryRejection>,
+    Params(q): Params<EditQuery>,
 ) -> Response {
-    let q = query.map(|Query(v)| v).unwrap_or_default();
     let all = workspaces(&state, &ctx).await;
     let mut page = editor(&ctx, &all);
     if !q.ws.is_empty() {

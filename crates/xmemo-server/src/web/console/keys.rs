@@ -1,14 +1,13 @@
 //! API keys (create: the secret is shown on the answer page exactly once and never again;
 //! list with prefix, scopes, profile, last use, expiry; revoke) and OAuth grants (revoke).
 
-use super::{Chrome, Ctx, PageResult, Posted, Signed, link, render, see_other};
+use super::{Chrome, Ctx, PageResult, Params, Posted, Signed, link, render, see_other};
 use crate::error::ServiceError;
 use crate::service::PageRequest;
 use crate::service::types::CreateKeyRequest;
 use crate::state::AppState;
 use askama::Template;
-use axum::extract::rejection::QueryRejection;
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use serde::Deserialize;
 
@@ -111,9 +110,8 @@ async fn keys_page(
 pub async fn page(
     State(state): State<AppState>,
     Signed(ctx): Signed,
-    query: Result<Query<PageQuery>, QueryRejection>,
+    Params(q): Params<PageQuery>,
 ) -> PageResult {
-    let q = query.map(|Query(v)| v).unwrap_or_default();
     let mut page = keys_page(&state, &ctx, &q.cursor, None)
         .await
         .map_err(ctx.fail("keys"))?;
@@ -182,9 +180,8 @@ struct GrantsPage {
 pub async fn grants(
     State(state): State<AppState>,
     Signed(ctx): Signed,
-    query: Result<Query<PageQuery>, QueryRejection>,
+    Params(q): Params<PageQuery>,
 ) -> PageResult {
-    let q = query.map(|Query(v)| v).unwrap_or_default();
     let page = state
         .service
         .oauth_grants_page(

@@ -2,13 +2,12 @@
 //! revoke), the person's own pending invitations (accept, decline), leave. Owners only hand
 //! out owner; the service refuses what a role may not do.
 
-use super::{Chrome, PageResult, Posted, Signed, link, render, see_other, workspaces};
+use super::{Chrome, PageResult, Params, Posted, Signed, link, render, see_other, workspaces};
 use crate::error::ServiceError;
 use crate::service::types::{CreateTeamRequest, InvitationView, InviteRequest};
 use crate::state::AppState;
 use askama::Template;
-use axum::extract::rejection::QueryRejection;
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use serde::Deserialize;
 use xmemo_core::{InvitationStatus, Role, WorkspaceKind};
@@ -79,9 +78,8 @@ fn invitation_row(i: InvitationView) -> InvitationRow {
 pub async fn page(
     State(state): State<AppState>,
     Signed(ctx): Signed,
-    query: Result<Query<MembersQuery>, QueryRejection>,
+    Params(q): Params<MembersQuery>,
 ) -> PageResult {
-    let q = query.map(|Query(v)| v).unwrap_or_default();
     let p = &ctx.principal;
     let all = workspaces(&state, &ctx).await;
     let teams: Vec<_> = all

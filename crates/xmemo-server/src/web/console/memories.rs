@@ -1,14 +1,13 @@
 //! Memories (SPEC §9): search and filter (kind, project, agent instance, forgotten ones too),
 //! forget with a reason, restore.
 
-use super::{Chrome, Fields, PageResult, Posted, Signed, link, render, see_other};
+use super::{Chrome, Fields, PageResult, Params, Posted, Signed, link, render, see_other};
 use crate::service::memories::{
     ForgetRequest, MemoryHitView, RecallMemoriesRequest, RestoreMemoryRequest,
 };
 use crate::state::AppState;
 use askama::Template;
-use axum::extract::rejection::QueryRejection;
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use serde::Deserialize;
 use xmemo_core::{MemoryKind, MemoryStatus};
@@ -89,9 +88,8 @@ fn row(m: MemoryHitView) -> MemoryRow {
 pub async fn page(
     State(state): State<AppState>,
     Signed(ctx): Signed,
-    query: Result<Query<MemoryQuery>, QueryRejection>,
+    Params(q): Params<MemoryQuery>,
 ) -> PageResult {
-    let q = query.map(|Query(v)| v).unwrap_or_default();
     let opt = |s: &str| {
         let s = s.trim();
         (!s.is_empty()).then(|| s.to_string())

@@ -37,7 +37,7 @@ use crate::state::AppState;
 use askama::Template;
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts, Path, Request, State};
+use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts, Path, Query, Request, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
@@ -410,6 +410,23 @@ async fn moved_diff(State(state): State<AppState>, Signed(ctx): Signed, uri: Uri
 
 async fn moved_export(State(state): State<AppState>, Signed(ctx): Signed, uri: Uri) -> PageResult {
     moved(&state, &ctx, &uri, "/export").await
+}
+
+/// A page's query parameters; an unreadable query string counts as none (the page shows its
+/// defaults rather than an error a person cannot act on).
+pub struct Params<T>(pub T);
+
+impl<T: serde::de::DeserializeOwned + Default, S: Send + Sync> FromRequestParts<S> for Params<T> {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        Ok(Params(
+            Query::<T>::from_request_parts(parts, state)
+                .await
+                .map(|Query(v)| v)
+                .unwrap_or_default(),
+        ))
+    }
 }
 
 /// The person's workspaces, or none when the lookup fails (pages still render).

@@ -4,7 +4,7 @@
 //! Source Capsule download.
 
 use super::{
-    Chrome, Ctx, Fields, PageResult, Signed, SkillAt, SkillForm, link, render, see_other,
+    Chrome, Ctx, PageResult, Params, Signed, SkillAt, SkillForm, link, render, see_other,
     skill_link, workspaces,
 };
 use crate::error::ServiceError;
@@ -13,8 +13,7 @@ use crate::service::types::{PendingReview, RevisionSummary, WorkspaceView};
 use crate::state::AppState;
 use askama::Template;
 use axum::body::Bytes;
-use axum::extract::rejection::QueryRejection;
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
@@ -89,9 +88,8 @@ fn review_rows(reviews: Vec<PendingReview>) -> Vec<ReviewRow> {
 pub async fn list(
     State(state): State<AppState>,
     Signed(ctx): Signed,
-    query: Result<Query<ListQuery>, QueryRejection>,
+    Params(query): Params<ListQuery>,
 ) -> Response {
-    let query = query.map(|Query(v)| v).unwrap_or_default();
     let p = &ctx.principal;
     let ws = (!query.ws.is_empty()).then_some(query.ws.as_str());
     let reviews = state
@@ -197,11 +195,11 @@ pub struct SkillQuery {
 impl SkillQuery {
     /// The skill the address names, with the page's query parameters (an unreadable query
     /// string counts as none).
-    fn of(at: SkillAt, query: Result<Query<SkillQuery>, QueryRejection>) -> Self {
+    fn of(at: SkillAt, Params(query): Params<SkillQuery>) -> Self {
         SkillQuery {
             ws: at.ws,
             slug: at.slug,
-            ..query.map(|Query(v)| v).unwrap_or_default()
+            ..query
         }
     }
 }
@@ -290,7 +288,7 @@ pub async fn show(
     State(state): State<AppState>,
     Signed(ctx): Signed,
     at: SkillAt,
-    query: Result<Query<SkillQuery>, QueryRejection>,
+    query: Params<SkillQuery>,
 ) -> PageResult {
     let q = SkillQuery::of(at, query);
     let page = skill_page(&state, &ctx, &q)
@@ -496,10 +494,6 @@ pub async fn lifecycle(
     State(state): State<AppState>,
     SkillForm(ctx, at, f): SkillForm,
 ) -> PageResult {
-    change_lifecycle(&state, &ctx, &at, &f).await
-}
-
-async fn change_lifecycle(state: &AppState, ctx: &Ctx, at: &SkillAt, f: &Fields) -> PageResult {
     let action = match f.get("action") {
         "publish" => LifecycleAction::Publish,
         "approve" => LifecycleAction::Approve,
@@ -532,7 +526,7 @@ async fn change_lifecycle(state: &AppState, ctx: &Ctx, at: &SkillAt, f: &Fields)
         (LifecycleAction::Reject, _) => "rejected",
         _ => "deprecated",
     };
-    Ok(see_other(&back_to(at, notice)))
+    Ok(see_other(&back_to(&at, notice)))
 }
 
 /// Archive or restore the skill.
@@ -540,10 +534,6 @@ pub async fn archive(
     State(state): State<AppState>,
     SkillForm(ctx, at, f): SkillForm,
 ) -> PageResult {
-    set_archived(&state, &ctx, &at, &f).await
-}
-
-async fn set_archived(state: &AppState, ctx: &Ctx, at: &SkillAt, f: &Fields) -> PageResult {
     let archived = f.get("archived") == "1";
     let ws = (!at.ws.is_empty()).then_some(at.ws.as_str());
     state
@@ -552,7 +542,7 @@ async fn set_archived(state: &AppState, ctx: &Ctx, at: &SkillAt, f: &Fields) -> 
         .await
         .map_err(ctx.fail("skills"))?;
     Ok(see_other(&back_to(
-        at,
+        &at,
         if archived { "archived" } else { "restored" },
     )))
 }
@@ -561,7 +551,7 @@ pub async fn export(
     State(state): State<AppState>,
     Signed(ctx): Signed,
     at: SkillAt,
-    query: Result<Query<SkillQuery>, QueryRejection>,
+    query: Params<SkillQuery>,
 ) -> PageResult {
     let q = SkillQuery::of(at, query);
     let ws = (!q.ws.is_empty()).then_some(q.ws.as_str());
