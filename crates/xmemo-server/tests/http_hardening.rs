@@ -612,3 +612,43 @@ async fn without_a_trusted_proxy_forwarded_for_is_ignored() {
         .await
         .expect_error(429, "RATE_LIMITED");
 }
+
+/// A request answered before its body arrived (here `/mcp` refusing a missing credential as
+/// soon as it has the head) leaves that body on the wire: the answer must say the connection
+/// closes, or a client that sends its next request on it gets no answer at all (the Python
+/// MCP SDK did, now and then, at the start of its OAuth flow).
+#[tokio::test]
+async fn an_answer_sent_before_the_body_arrived_closes_the_connection() {
+    let s = server(HttpConfig::default()).await;
+    let body = br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
+    let mut stream = connect(&s).await;
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await.expect("head");
+    let early = read_response(&mut stream).await;
+    assert_eq!(early.status, 401, "{}", early.head);
+    assert_eq!(
+        early.header("connection").as_deref(),
+        Some("close"),
+        "{}",
+        early.head
+    );
+    // The client that sends the body and its next request anyway sees the close.
+    let _ = stream.write_all(body).await;
+    let _ = stream.write_all(healthz_request()).await;
+    assert!(closed_within_bound(&mut stream).await);
+
+    // The same request sent whole keeps its connection for the next one.
+    let mut stream = connect(&s).await;
+    let mut whole = head.into_bytes();
+    whole.extend_from_slice(body);
+    stream.write_all(&whole).await.expect("request");
+    let refused = read_response(&mut stream).await;
+    assert_eq!(refused.status, 401);
+    assert_eq!(refused.header("connection"), None, "{}", refused.head);
+    stream.write_all(healthz_request()).await.expect("next");
+    assert_eq!(read_response(&mut stream).await.status, 200);
+}

@@ -18,6 +18,7 @@ import asyncio
 import json
 import ssl
 import sys
+import traceback
 import threading
 import urllib.request
 import uuid
@@ -231,6 +232,8 @@ async def main() -> int:
 if __name__ == "__main__":
     try:
         sys.exit(asyncio.run(main()))
-    except Exception as e:  # noqa: BLE001 - report any failure as one line
+    except Exception as e:  # noqa: BLE001 - report any failure: one line, then what caused it
         print(f"FAIL: {type(e).__name__}: {e}", file=sys.stderr)
+        # A failure inside the SDK's task group arrives wrapped: show what is inside.
+        traceback.print_exception(e, file=sys.stderr)
         sys.exit(1)

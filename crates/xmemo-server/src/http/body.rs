@@ -58,19 +58,26 @@ pub fn timeout_error(error: &(dyn std::error::Error + 'static)) -> Option<Servic
 /// body fails, the handler answers, and hyper closes the connection (the body is unread).
 /// Read to its end, it tells its connection (if given).
 pub struct DeadlineBody<B> {
-    inner: B,
+    /// `None` only once handed back to the connection by `Drop`.
+    inner: Option<B>,
     timeout: Duration,
     deadline: Pin<Box<Sleep>>,
     conn: Option<Arc<ConnState>>,
+    leftover: Option<Leftover<B>>,
 }
+
+/// Where a request body the application dropped before its end is handed back, so the
+/// connection can read the rest and stay open for the next request ([`drain`]).
+pub type Leftover<B> = Arc<std::sync::Mutex<Option<B>>>;
 
 impl<B> DeadlineBody<B> {
     pub fn new(inner: B, timeout: Duration) -> Self {
         Self {
-            inner,
+            inner: Some(inner),
             timeout,
             deadline: Box::pin(tokio::time::sleep(timeout)),
             conn: None,
+            leftover: None,
         }
     }
 
@@ -78,6 +85,53 @@ impl<B> DeadlineBody<B> {
         self.conn = Some(conn);
         self
     }
+
+    /// Hands the unread rest of the body to `slot` when the application drops it.
+    pub fn leftover_to(mut self, slot: Leftover<B>) -> Self {
+        self.leftover = Some(slot);
+        self
+    }
+}
+
+impl<B> Drop for DeadlineBody<B> {
+    fn drop(&mut self) {
+        // Only a body not read to its end: the connection still knows it as unread.
+        if let (Some(slot), Some(inner)) = (self.leftover.take(), self.inner.take())
+            && self.conn.is_some()
+        {
+            *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(inner);
+        }
+    }
+}
+
+/// Reads and discards the rest of a request body the application answered without: at most
+/// `max_bytes`, for at most `wait`. `true` when it reached its end, so the connection can
+/// carry another request.
+pub async fn drain<B>(mut body: B, max_bytes: usize, wait: Duration) -> bool
+where
+    B: Body<Data = Bytes> + Unpin,
+{
+    let mut read = 0usize;
+    let reading = async {
+        loop {
+            if body.is_end_stream() {
+                return true;
+            }
+            match std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await {
+                None => return true,
+                Some(Ok(frame)) => {
+                    if let Some(data) = frame.data_ref() {
+                        read = read.saturating_add(data.len());
+                        if read > max_bytes {
+                            return false;
+                        }
+                    }
+                }
+                Some(Err(_)) => return false,
+            }
+        }
+    };
+    tokio::time::timeout(wait, reading).await.unwrap_or(false)
 }
 
 impl<B> Body for DeadlineBody<B>
@@ -96,9 +150,12 @@ where
         if this.deadline.is_elapsed() {
             return Poll::Ready(Some(Err(Box::new(BodyTimedOut(this.timeout)))));
         }
-        match Pin::new(&mut this.inner).poll_frame(cx) {
+        let Some(inner) = this.inner.as_mut() else {
+            return Poll::Ready(None);
+        };
+        match Pin::new(&mut *inner).poll_frame(cx) {
             Poll::Ready(frame) => {
-                if (frame.is_none() || this.inner.is_end_stream())
+                if (frame.is_none() || inner.is_end_stream())
                     && let Some(conn) = this.conn.take()
                 {
                     conn.on_body_complete();
@@ -113,11 +170,13 @@ where
     }
 
     fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
+        self.inner.as_ref().is_none_or(B::is_end_stream)
     }
 
     fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
+        self.inner
+            .as_ref()
+            .map_or_else(|| SizeHint::with_exact(0), B::size_hint)
     }
 }
 

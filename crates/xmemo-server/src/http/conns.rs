@@ -86,6 +86,12 @@ impl ConnState {
         p.body_unread = has_body;
     }
 
+    /// Whether the current request's body has not been read to its end (the application
+    /// answered without it, e.g. a refused credential).
+    pub fn body_unread(&self) -> bool {
+        self.lock().body_unread
+    }
+
     /// The current request's body was read to its end.
     pub fn on_body_complete(&self) {
         self.lock().body_unread = false;

@@ -55,6 +55,11 @@ pub const MAX_HEADERS: usize = 100;
 /// limit, so an over-long URI is answered 414 rather than 431.
 pub const MAX_HEAD_BYTES: usize = 128 * 1024;
 
+/// The most of an unread request body the connection reads (and drops) to stay open.
+pub const DRAIN_MAX_BYTES: usize = 64 * 1024;
+/// How long it waits for that rest before it closes the connection instead.
+pub const DRAIN_WAIT: Duration = Duration::from_millis(250);
+
 /// Connection limits of the HTTP server (`xmemo serve` settings; README "Settings").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HttpConfig {
@@ -223,19 +228,49 @@ impl Connection {
         let service = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
             let (mut parts, incoming) = req.into_parts();
             state.on_request(Instant::now(), !http_body::Body::is_end_stream(&incoming));
+            // Reading the rest of a body the application did not want is worth it only when
+            // it is small and already on its way (never a body waiting for `100 Continue`).
+            let drainable = !parts.headers.contains_key(axum::http::header::EXPECT)
+                && http_body::Body::size_hint(&incoming)
+                    .upper()
+                    .is_some_and(|n| n <= DRAIN_MAX_BYTES as u64);
             parts.extensions.insert(ConnectInfo(peer));
+            let leftover: body::Leftover<Incoming> = Arc::default();
             let body = axum::body::Body::new(
                 body::DeadlineBody::new(incoming, config.body_timeout)
-                    .on_connection(Arc::clone(&state)),
+                    .on_connection(Arc::clone(&state))
+                    .leftover_to(Arc::clone(&leftover)),
             );
             let request = hyper::Request::from_parts(parts, body);
             let app = app.clone();
             let state = Arc::clone(&state);
             async move {
-                let response = match app.oneshot(request).await {
+                let mut response = match app.oneshot(request).await {
                     Ok(response) => response,
                     Err(never) => match never {},
                 };
+                // Answered before its body was read (a refused credential): the rest of the body
+                // may still be on its way. A small one is read and dropped, so the connection
+                // can carry the next request; else the answer says the connection closes, or a
+                // client that reuses it would send its next request into a closing connection
+                // and get no answer at all.
+                if state.body_unread() {
+                    let rest = leftover.lock().unwrap_or_else(|p| p.into_inner()).take();
+                    let drained = match rest {
+                        Some(rest) if drainable => {
+                            body::drain(rest, DRAIN_MAX_BYTES, DRAIN_WAIT).await
+                        }
+                        _ => false,
+                    };
+                    if drained {
+                        state.on_body_complete();
+                    } else {
+                        response.headers_mut().insert(
+                            axum::http::header::CONNECTION,
+                            axum::http::HeaderValue::from_static("close"),
+                        );
+                    }
+                }
                 Ok::<_, Infallible>(response.map(|b| body::ReleaseBody::new(b, state)))
             }
         });
