@@ -8,10 +8,12 @@
 //!
 //! Scoring is BM25 (k1 = 1.2, b = 0.75) as FTS5 computes it: for each query word, `f` is the
 //! weighted count of the word in the row (each field has a weight), the row's length is its
-//! number of words, and a word held by more than half the rows has (almost) no weight. Words
-//! are letters and digits, lowercased and stemmed (Snowball English); the last word of a
-//! query is also matched as a prefix, for search-as-you-type. Rows holding every query word
-//! rank before the others.
+//! number of words, and a word held by more than half the rows has (almost) no weight. Terms
+//! come from [`analyze`]: stemmed in the row's language without accents or stop words, CJK
+//! text in character pairs; the last word of a query is also matched as a prefix, for
+//! search-as-you-type. For short queries (a few terms, as people type when they look for a
+//! skill), rows holding every query term rank before the others; a question's many terms are
+//! ranked by BM25 alone, where requiring all of them only buried the rows that answer it.
 //!
 //! Bounded work: the postings of the rarest words are read whole, within a budget; for words
 //! too common to fit, only their postings in heavily weighted fields (slug, name, title, tags)
@@ -22,7 +24,9 @@
 //! Removed rows leave dead postings behind (skipped, and counted in a word's document count)
 //! until dead rows reach a quarter of the index, which is then compacted.
 
-use rust_stemmers::{Algorithm, Stemmer};
+pub mod analyze;
+
+use analyze::Lang;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 
@@ -37,8 +41,13 @@ pub const COMPLETE_CAP: usize = 1024;
 /// A word held by more than half the rows and by at least this many is very common: it
 /// weighs nothing in BM25 and is not required of the rows holding "every word".
 pub const VERY_COMMON_ROWS: usize = 5_000;
-/// Query words considered (as `crate::search::terms`).
+/// Query terms considered.
 const MAX_QUERY_WORDS: usize = 16;
+/// Queries of at most this many terms rank the rows holding every term first.
+pub const EVERY_TERM_MAX: usize = 3;
+/// A language whose rows are at least this share of the index is one a query is stemmed in
+/// (besides its own, when it can be told).
+const QUERY_LANGUAGE_SHARE: f64 = 0.1;
 
 /// The fields of an index's rows, in the order [`Index::upsert`] takes them.
 #[derive(Debug)]
@@ -61,13 +70,6 @@ pub const MEMORIES: Schema = Schema {
     weights: &[5.0, 1.0, 5.0],
     strong_at: 5.0,
 };
-
-/// The words of `text`: runs of letters and digits, lowercased.
-pub fn words(text: &str) -> impl Iterator<Item = String> + '_ {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-}
 
 #[derive(Debug, Clone, Copy)]
 struct Posting {
@@ -95,6 +97,7 @@ struct Doc {
     key: Box<str>,
     workspace: u32,
     len: u32,
+    lang: Lang,
     live: bool,
 }
 
@@ -103,14 +106,16 @@ struct Doc {
 pub struct Hit {
     pub key: String,
     pub score: f64,
-    /// The row holds every word of the query.
+    /// The row holds every term of a short query: the tier it ranks in, before the rows
+    /// that do not (always `false` for a question of more than [`EVERY_TERM_MAX`] terms).
     pub all_words: bool,
 }
 
 /// An in-memory inverted index of rows `(key, workspace, fields…)`.
 pub struct Index {
     schema: &'static Schema,
-    stemmer: Stemmer,
+    /// Live rows per language (`Lang::index`).
+    lang_rows: [u32; Lang::ALL.len()],
     dict: BTreeMap<Box<str>, u32>,
     lists: Vec<Lists>,
     docs: Vec<Doc>,
@@ -153,7 +158,7 @@ impl Index {
     pub fn new(schema: &'static Schema) -> Self {
         Self {
             schema,
-            stemmer: Stemmer::create(Algorithm::English),
+            lang_rows: [0; Lang::ALL.len()],
             dict: BTreeMap::new(),
             lists: Vec::new(),
             docs: Vec::new(),
@@ -173,24 +178,26 @@ impl Index {
         self.live == 0
     }
 
-    fn stem(&self, word: &str) -> String {
-        self.stemmer.stem(word).into_owned()
-    }
-
     /// Adds the row, replacing the row of the same key. `fields` follow the schema's order
     /// (missing fields are empty).
     pub fn upsert(&mut self, key: &str, workspace: &str, fields: &[&str]) {
         self.remove(key);
         let next = self.workspaces.len() as u32;
         let workspace = *self.workspaces.entry(Box::from(workspace)).or_insert(next);
+        let lang = analyze::detect(&fields.join("\n")).unwrap_or(Lang::English);
         let mut counts: HashMap<String, f32> = HashMap::new();
         let mut len = 0u32;
         for (field, text) in fields.iter().enumerate() {
             let weight = self.schema.weights.get(field).copied().unwrap_or(0.0);
-            for word in words(text) {
+            analyze::row_terms(text, lang, |term| {
                 len = len.saturating_add(1);
-                *counts.entry(self.stem(&word)).or_insert(0.0) += weight;
-            }
+                match counts.get_mut(term) {
+                    Some(f) => *f += weight,
+                    None => {
+                        counts.insert(term.to_string(), weight);
+                    }
+                }
+            });
         }
         let Ok(doc) = u32::try_from(self.docs.len()) else {
             return;
@@ -220,9 +227,11 @@ impl Index {
             key: Box::from(key),
             workspace,
             len,
+            lang,
             live: true,
         });
         self.by_key.insert(Box::from(key), doc);
+        self.lang_rows[lang.index()] += 1;
         self.live += 1;
         self.live_len += u64::from(len);
     }
@@ -234,6 +243,8 @@ impl Index {
         };
         if let Some(d) = self.docs.get_mut(doc as usize) {
             d.live = false;
+            let rows = &mut self.lang_rows[d.lang.index()];
+            *rows = rows.saturating_sub(1);
             self.live = self.live.saturating_sub(1);
             self.live_len = self.live_len.saturating_sub(u64::from(d.len));
         }
@@ -288,22 +299,47 @@ impl Index {
         self.shrink_to_fit();
     }
 
-    /// The query's words: stemmed, without repeats, the last one also as a prefix.
+    /// The languages a query is stemmed in: its own when it can be told, then each language
+    /// holding a fair share of the rows (English when none does).
+    fn query_languages(&self, query: &str) -> Vec<Lang> {
+        let mut langs: Vec<Lang> = analyze::detect(query).into_iter().collect();
+        let live = f64::from(self.live.max(1));
+        let mut held: Vec<(u32, Lang)> = Lang::ALL
+            .iter()
+            .map(|l| (self.lang_rows[l.index()], *l))
+            .filter(|(n, _)| f64::from(*n) / live >= QUERY_LANGUAGE_SHARE)
+            .collect();
+        held.sort_by(|a, b| b.0.cmp(&a.0));
+        for (_, lang) in held {
+            if !langs.contains(&lang) {
+                langs.push(lang);
+            }
+        }
+        if langs.is_empty() {
+            langs.push(Lang::English);
+        }
+        langs
+    }
+
+    /// The query's terms resolved against the dictionary: without repeats, the last word
+    /// also as a prefix.
     fn resolve(&self, query: &str) -> Vec<QueryWord> {
-        let raw: Vec<String> = words(query).take(MAX_QUERY_WORDS).collect();
+        let terms = analyze::query_terms(query, &self.query_languages(query), MAX_QUERY_WORDS);
         let n = self.live.max(1) as f32;
         let mut out: Vec<(String, QueryWord)> = Vec::new();
-        for (i, word) in raw.iter().enumerate() {
-            let stem = self.stem(word);
-            let prefix = i + 1 == raw.len();
-            let mut ids: Vec<u32> = self.dict.get(stem.as_str()).copied().into_iter().collect();
-            if prefix {
-                for start in [stem.as_str(), word.as_str()] {
-                    for (term, id) in self.dict.range::<str, _>((
-                        std::ops::Bound::Included(start),
+        for term in terms {
+            let mut ids: Vec<u32> = term
+                .variants
+                .iter()
+                .filter_map(|v| self.dict.get(v.as_str()).copied())
+                .collect();
+            if let Some(word) = &term.prefix {
+                for start in term.variants.iter().chain([word]) {
+                    for (indexed, id) in self.dict.range::<str, _>((
+                        std::ops::Bound::Included(start.as_str()),
                         std::ops::Bound::Unbounded,
                     )) {
-                        if !term.starts_with(start) || ids.len() >= PREFIX_EXPANSIONS {
+                        if !indexed.starts_with(start.as_str()) || ids.len() >= PREFIX_EXPANSIONS {
                             break;
                         }
                         if !ids.contains(id) {
@@ -312,7 +348,8 @@ impl Index {
                     }
                 }
             }
-            match out.iter_mut().find(|(s, _)| *s == stem) {
+            let name = term.variants.first().cloned().unwrap_or_default();
+            match out.iter_mut().find(|(s, _)| *s == name) {
                 Some((_, same)) => {
                     for id in ids {
                         if !same.ids.contains(&id) {
@@ -321,7 +358,7 @@ impl Index {
                     }
                 }
                 None => out.push((
-                    stem,
+                    name,
                     QueryWord {
                         ids,
                         idf: 0.0,
@@ -394,6 +431,8 @@ impl Index {
         } else {
             weighing
         };
+        // A question's many terms: BM25 alone decides (no row is asked to hold them all).
+        let tiered = full_mask.count_ones() as usize <= EVERY_TERM_MAX;
 
         // Which lists are read whole: the rarest words' lists while the budget lasts, and the
         // strong lists of the others; the rest (`pending`) are probed per candidate.
@@ -481,10 +520,8 @@ impl Index {
                 }
             }
         }
-        let key = |d: u32| {
-            let i = d as usize;
-            ((scratch.mask[i] & full_mask) == full_mask, scratch.score[i])
-        };
+        let holds_all = |d: u32| (scratch.mask[d as usize] & full_mask) == full_mask;
+        let key = |d: u32| (tiered && holds_all(d), scratch.score[d as usize]);
         let better = |a: &u32, b: &u32| {
             let (ka, kb) = (key(*a), key(*b));
             kb.0.cmp(&ka.0).then(kb.1.total_cmp(&ka.1)).then(a.cmp(b))
@@ -496,13 +533,10 @@ impl Index {
         top.sort_by(better);
         let hits = top
             .iter()
-            .map(|d| {
-                let (all_words, score) = key(*d);
-                Hit {
-                    key: self.docs[*d as usize].key.to_string(),
-                    score: f64::from(score),
-                    all_words,
-                }
+            .map(|d| Hit {
+                key: self.docs[*d as usize].key.to_string(),
+                score: f64::from(scratch.score[*d as usize]),
+                all_words: tiered && holds_all(*d),
             })
             .collect();
         for d in &candidates {
@@ -581,37 +615,115 @@ mod tests {
 
     #[test]
     fn a_word_most_rows_of_a_large_index_hold_is_not_required_for_every_word() {
+        // "team" is no stop word: held by most rows, BM25 gives it (almost) no weight.
         let mut rows = vec![
             ("both", "w", "misc", "Misc", "zebra and lion"),
-            ("one", "w", "zebra zebra", "Zebra", "the zebra"),
+            ("one", "w", "zebra zebra", "Zebra", "team zebra"),
         ];
         let fillers: Vec<String> = (0..VERY_COMMON_ROWS).map(|i| format!("f{i}")).collect();
         for f in &fillers {
-            rows.push((f.as_str(), "w", "x", "X", "the filler"));
+            rows.push((f.as_str(), "w", "x", "X", "team filler"));
         }
         let index = skills(&rows);
-        let hits = index.search("the zebra lion", &["w"], 10);
+        let hits = index.search("team zebra lion", &["w"], 10);
         assert_eq!(hits[0].key, "both");
         assert!(hits[0].all_words, "{hits:?}");
         // With nothing else to go by, the common word itself is required.
-        assert!(index.search("the", &["w"], 20).iter().all(|h| h.all_words));
+        assert!(index.search("team", &["w"], 20).iter().all(|h| h.all_words));
         // In a small index, a word most rows hold still counts.
         let small = skills(&rows[..12]);
-        let hits = small.search("the zebra lion", &["w"], 10);
+        let hits = small.search("team zebra lion", &["w"], 10);
         assert_eq!(hits[0].key, "both");
         assert!(!hits[0].all_words, "{hits:?}");
+    }
+
+    #[test]
+    fn a_question_is_ranked_by_bm25_alone() {
+        // Four terms: no row is asked to hold them all, so the row naming the rare ones
+        // outranks the one that merely holds every word.
+        let index = skills(&[
+            (
+                "answer",
+                "w",
+                "notes",
+                "Notes",
+                "caroline joined the lgbtq support group",
+            ),
+            (
+                "every",
+                "w",
+                "misc",
+                "Misc",
+                "caroline went to a group meeting, support was weak",
+            ),
+            ("f1", "w", "x", "X", "group"),
+            ("f2", "w", "y", "Y", "support"),
+            ("f3", "w", "z", "Z", "went"),
+        ]);
+        let hits = index.search(
+            "When did Caroline go to the LGBTQ support group?",
+            &["w"],
+            10,
+        );
+        assert!(hits.iter().all(|h| !h.all_words), "{hits:?}");
+        assert_eq!(hits[0].key, "answer", "{hits:?}");
+    }
+
+    #[test]
+    fn chinese_japanese_and_accents_are_found() {
+        let index = skills(&[
+            (
+                "zh",
+                "w",
+                "smoke",
+                "冒烟测试",
+                "部署前必须先在预发布环境运行冒烟测试",
+            ),
+            (
+                "ja",
+                "w",
+                "deploy",
+                "デプロイ",
+                "本番環境へデプロイする前に必ずステージングで確認する",
+            ),
+            (
+                "fr",
+                "w",
+                "deploiement",
+                "Déploiement",
+                "Le déploiement passe toujours par la préproduction.",
+            ),
+            ("en", "w", "other", "Other", "nothing related"),
+        ]);
+        for (query, expected) in [
+            ("冒烟测试", "zh"),
+            ("预发布环境", "zh"),
+            ("部署", "zh"),
+            ("ステージング", "ja"),
+            ("本番環境", "ja"),
+            ("deploiement", "fr"),
+            ("déploiement", "fr"),
+            ("preproduction", "fr"),
+        ] {
+            let hits = index.search(query, &["w"], 10);
+            assert_eq!(
+                hits.first().map(|h| h.key.as_str()),
+                Some(expected),
+                "{query}: {hits:?}"
+            );
+        }
     }
 
     #[test]
     fn words_are_stemmed_and_the_last_one_is_a_prefix() {
         let index = skills(&[
             ("a", "w", "deployment", "Deployment", "deploying services"),
-            ("b", "w", "other", "Other", "nothing"),
+            ("b", "w", "billing", "Billing", "invoices"),
         ]);
         assert_eq!(keys(&index.search("deploys", &["w"], 10)), vec!["a"]);
         assert_eq!(keys(&index.search("deplo", &["w"], 10)), vec!["a"]);
         // Only the last word is a prefix.
-        assert!(index.search("deplo other", &["w"], 10)[0].key == "b");
+        assert_eq!(keys(&index.search("deplo billing", &["w"], 10)), vec!["b"]);
         assert!(index.search("-- ** ", &["w"], 10).is_empty());
     }
 
@@ -663,17 +775,16 @@ mod tests {
         workspaces: &[&str],
         k: usize,
     ) -> Vec<(String, bool)> {
-        let stemmer = Stemmer::create(Algorithm::English);
         let counts: Vec<(HashMap<String, f32>, u32)> = rows
             .iter()
             .map(|(_, _, fields)| {
                 let mut c = HashMap::new();
                 let mut len = 0;
                 for (i, text) in fields.iter().enumerate() {
-                    for w in words(text) {
+                    analyze::row_terms(text, Lang::English, |t| {
                         len += 1;
-                        *c.entry(stemmer.stem(&w).into_owned()).or_insert(0.0) += SKILLS.weights[i];
-                    }
+                        *c.entry(t.to_string()).or_insert(0.0) += SKILLS.weights[i];
+                    });
                 }
                 (c, len)
             })
@@ -683,7 +794,7 @@ mod tests {
         let idfs: Vec<(String, f32)> = query
             .iter()
             .map(|q| {
-                let stem = stemmer.stem(q).into_owned();
+                let stem = analyze::query_terms(q, &[Lang::English], 1)[0].variants[0].clone();
                 let df = counts.iter().filter(|(c, _)| c.contains_key(&stem)).count() as f32;
                 let idf = ((n - df + 0.5) / (df + 0.5)).ln();
                 (stem, if idf > 0.0 { idf } else { 1e-6 })
