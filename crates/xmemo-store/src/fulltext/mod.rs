@@ -309,7 +309,7 @@ impl Index {
             .map(|l| (self.lang_rows[l.index()], *l))
             .filter(|(n, _)| f64::from(*n) / live >= QUERY_LANGUAGE_SHARE)
             .collect();
-        held.sort_by(|a, b| b.0.cmp(&a.0));
+        held.sort_by_key(|h| std::cmp::Reverse(h.0));
         for (_, lang) in held {
             if !langs.contains(&lang) {
                 langs.push(lang);
