@@ -4,6 +4,7 @@
 
 mod calls;
 mod console;
+mod conversation;
 mod corpus;
 mod load;
 mod mcp;
@@ -87,6 +88,14 @@ struct Args {
     /// with known answers) and recall latency at each of --sizes memories
     #[arg(long)]
     memories: bool,
+    /// Recall quality on the public conversation benchmark instead (MemoryBank histories with
+    /// our evidence labels, English and Chinese, per-user and pooled projects), against a
+    /// textbook BM25 with Snowball stemming on the same turns
+    #[arg(long)]
+    conversations: bool,
+    /// Where the conversation benchmark's files are
+    #[arg(long, default_value = "tests/corpus/memorybank")]
+    conversations_dir: PathBuf,
     /// Time the Memory Console's pages (p50/p99 each) at the smallest of --sizes skills
     #[arg(long)]
     console: bool,
@@ -217,6 +226,14 @@ async fn main() -> Result<()> {
         srv.stop();
         return result;
     }
+    if args.conversations {
+        let result = run_conversations(&args, &srv).await;
+        if let Err(e) = &result {
+            eprintln!("xmemo-bench: run failed: {e:#}\n{}", srv.stderr_tail());
+        }
+        srv.stop();
+        return result;
+    }
     if args.memories {
         let result = tokio::select! {
             r = run_memories(&args, &sizes, &srv) => r,
@@ -263,6 +280,25 @@ async fn main() -> Result<()> {
         println!("{table}");
     }
     result
+}
+
+/// The conversation benchmark: a row per language and layout.
+async fn run_conversations(args: &Args, srv: &Server) -> Result<()> {
+    let mut rows = Vec::new();
+    for language in ["en", "cn"] {
+        let data = conversation::load(&args.conversations_dir, language)?;
+        for layout in [conversation::Layout::PerUser, conversation::Layout::Pooled] {
+            let outcome = conversation::run(&srv.base_url, &srv.admin_key, &data, layout).await?;
+            let row = conversation::row(&data, layout, &outcome);
+            eprintln!("{row}");
+            rows.push(row);
+        }
+    }
+    println!("conversation recall (MemoryBank eval histories, our evidence labels)");
+    for row in rows {
+        println!("{row}");
+    }
+    Ok(())
 }
 
 /// The memory benchmark: one table row per size, printed as it is measured.

@@ -274,9 +274,28 @@ fn bigrams(run: &str, mut each: impl FnMut(&str)) {
     }
 }
 
-/// The stemmed, accent-free term of a word in `lang`.
+/// The stemmed, accent-free term of a word in `lang`. A number is its digits without leading
+/// zeros or an ordinal suffix, so "06", "6" and "6th" are one term (dates written
+/// `2023-05-06` and "May 6th").
 fn stem(word: &str, lang: Lang) -> String {
+    if let Some(number) = number(word) {
+        return number.to_string();
+    }
     fold(&language(lang).stemmer.stem(word))
+}
+
+fn number(word: &str) -> Option<&str> {
+    let digits = word
+        .strip_suffix("st")
+        .or_else(|| word.strip_suffix("nd"))
+        .or_else(|| word.strip_suffix("rd"))
+        .or_else(|| word.strip_suffix("th"))
+        .unwrap_or(word);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let trimmed = digits.trim_start_matches('0');
+    Some(if trimmed.is_empty() { "0" } else { trimmed })
 }
 
 fn is_stop(word: &str, lang: Lang) -> bool {
@@ -400,6 +419,16 @@ mod tests {
             terms("le deploiement des services", Lang::French)
         );
         assert!(!terms("Le déploiement", Lang::French).contains(&"le".to_string()));
+    }
+
+    #[test]
+    fn numbers_lose_leading_zeros_and_ordinal_suffixes() {
+        assert_eq!(terms("2023-05-06", Lang::English), vec!["2023", "5", "6"]);
+        assert_eq!(
+            terms("May 6th, the 1st", Lang::English),
+            vec!["may", "6", "1"]
+        );
+        assert_eq!(terms("000 v2", Lang::English), vec!["0", "v2"]);
     }
 
     #[test]
