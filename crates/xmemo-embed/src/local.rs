@@ -1,0 +1,340 @@
+//! Models run in this process, from a folder on disk (never downloaded by xmemo).
+
+use crate::{EmbedError, EmbedResult, Embedder, Purpose, normalize};
+use candle_core::{DType, Device, Tensor};
+use candle_nn::VarBuilder;
+use candle_transformers::models::bert::{BertModel, Config as BertConfig};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
+
+/// Tokens of a text the encoder reads: a memory of 16 KiB is judged by its beginning, as
+/// sentence-transformers itself truncates (at the model's own limit, 256 for MiniLM).
+pub const MAX_TOKENS: usize = 256;
+/// Texts encoded together.
+const BATCH: usize = 16;
+
+fn model_error(path: &Path, reason: impl Into<String>) -> EmbedError {
+    EmbedError::Model {
+        path: path.display().to_string(),
+        reason: reason.into(),
+    }
+}
+
+fn read_json(path: &Path) -> EmbedResult<Value> {
+    let text = std::fs::read_to_string(path).map_err(|e| model_error(path, e.to_string()))?;
+    serde_json::from_str(&text).map_err(|e| model_error(path, e.to_string()))
+}
+
+/// The model in `folder`: a model2vec folder (`config.json` says `model2vec`, or its weights
+/// are one `embeddings` matrix) or a sentence-transformers one of the BERT family.
+pub fn open(folder: &Path) -> EmbedResult<Arc<dyn Embedder>> {
+    let config = read_json(&folder.join("config.json"))?;
+    let weights = folder.join("model.safetensors");
+    let bytes = std::fs::read(&weights).map_err(|e| model_error(&weights, e.to_string()))?;
+    let tensors = candle_core::safetensors::load_buffer(&bytes, &Device::Cpu)
+        .map_err(|e| model_error(&weights, e.to_string()))?;
+    let id = model_id(folder, &bytes)?;
+    let is_static = config["model_type"].as_str() == Some("model2vec")
+        || (tensors.len() == 1 && tensors.contains_key("embeddings"));
+    if is_static {
+        Ok(Arc::new(StaticModel::load(folder, tensors, id)?))
+    } else {
+        Ok(Arc::new(SentenceTransformer::load(
+            folder, &config, tensors, id,
+        )?))
+    }
+}
+
+/// `local/<folder name>/<12 hex of the SHA-256 of its config, tokenizer and weights>`: the
+/// same files give the same id on every node, another version of them another id.
+fn model_id(folder: &Path, weights: &[u8]) -> EmbedResult<String> {
+    let mut hash = Sha256::new();
+    for name in ["config.json", "tokenizer.json"] {
+        let path = folder.join(name);
+        hash.update(std::fs::read(&path).map_err(|e| model_error(&path, e.to_string()))?);
+    }
+    hash.update(weights);
+    let name = folder
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "model".into());
+    Ok(format!(
+        "local/{name}/{}",
+        &hex::encode(hash.finalize())[..12]
+    ))
+}
+
+fn tokenizer(folder: &Path, pad: Option<u32>) -> EmbedResult<Tokenizer> {
+    let path = folder.join("tokenizer.json");
+    let mut tokenizer =
+        Tokenizer::from_file(&path).map_err(|e| model_error(&path, e.to_string()))?;
+    tokenizer
+        .with_truncation(Some(TruncationParams {
+            max_length: MAX_TOKENS,
+            ..TruncationParams::default()
+        }))
+        .map_err(|e| model_error(&path, e.to_string()))?;
+    // A folder's tokenizer may pad every text to a fixed length (128 for MiniLM): 10× the
+    // work for a short query. Pad a batch only to its longest text.
+    tokenizer.with_padding(pad.map(|pad_id| PaddingParams {
+        strategy: PaddingStrategy::BatchLongest,
+        pad_id,
+        ..PaddingParams::default()
+    }));
+    Ok(tokenizer)
+}
+
+/// Runs the blocking `work` off the async runtime.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> EmbedResult<T> + Send + 'static,
+) -> EmbedResult<T> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| EmbedError::Compute(format!("embedding task stopped: {e}")))?
+}
+
+/// A sentence-transformers folder of the BERT family: `config.json`, `model.safetensors`,
+/// `tokenizer.json`, and `1_Pooling/config.json` / `modules.json` for pooling and
+/// normalisation.
+pub struct SentenceTransformer {
+    inner: Arc<Encoder>,
+}
+
+struct Encoder {
+    id: String,
+    model: BertModel,
+    tokenizer: Tokenizer,
+    dims: usize,
+    /// Mean of the token vectors (else the first token's).
+    mean_pooling: bool,
+    query_prompt: String,
+    document_prompt: String,
+}
+
+impl std::fmt::Debug for SentenceTransformer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SentenceTransformer")
+            .field("id", &self.inner.id)
+            .finish()
+    }
+}
+
+impl SentenceTransformer {
+    fn load(
+        folder: &Path,
+        config: &Value,
+        tensors: std::collections::HashMap<String, Tensor>,
+        id: String,
+    ) -> EmbedResult<Self> {
+        let config_path = folder.join("config.json");
+        let bert: BertConfig = serde_json::from_value(config.clone())
+            .map_err(|e| model_error(&config_path, format!("not a BERT-family config: {e}")))?;
+        let dims = config["hidden_size"]
+            .as_u64()
+            .ok_or_else(|| model_error(&config_path, "no hidden_size"))? as usize;
+        let vb = VarBuilder::from_tensors(tensors, DType::F32, &Device::Cpu);
+        let model =
+            BertModel::load(vb, &bert).map_err(|e| model_error(folder, e.to_string()))?;
+        let pooling = read_json(&folder.join("1_Pooling").join("config.json")).ok();
+        let mean_pooling = pooling
+            .as_ref()
+            .and_then(|p| p["pooling_mode_cls_token"].as_bool())
+            .is_none_or(|cls| !cls);
+        let prompts =
+            read_json(&folder.join("config_sentence_transformers.json")).unwrap_or_default();
+        let prompt = |names: &[&str]| {
+            names
+                .iter()
+                .find_map(|n| prompts["prompts"][n].as_str())
+                .unwrap_or("")
+                .to_string()
+        };
+        let pad = config["pad_token_id"].as_u64().unwrap_or(0) as u32;
+        Ok(Self {
+            inner: Arc::new(Encoder {
+                id,
+                model,
+                tokenizer: tokenizer(folder, Some(pad))?,
+                dims,
+                mean_pooling,
+                query_prompt: prompt(&["query"]),
+                document_prompt: prompt(&["document", "passage"]),
+            }),
+        })
+    }
+}
+
+impl Encoder {
+    fn encode(&self, texts: &[String], purpose: Purpose) -> EmbedResult<Vec<Vec<f32>>> {
+        let prompt = match purpose {
+            Purpose::Query => &self.query_prompt,
+            Purpose::Document => &self.document_prompt,
+        };
+        let compute = |e: candle_core::Error| EmbedError::Compute(e.to_string());
+        let mut out = Vec::with_capacity(texts.len());
+        for batch in texts.chunks(BATCH) {
+            let inputs: Vec<String> = batch.iter().map(|t| format!("{prompt}{t}")).collect();
+            let encodings = self
+                .tokenizer
+                .encode_batch(inputs, true)
+                .map_err(|e| EmbedError::Compute(e.to_string()))?;
+            let ids: Vec<Tensor> = encodings
+                .iter()
+                .map(|e| Tensor::new(e.get_ids(), &Device::Cpu))
+                .collect::<Result<_, _>>()
+                .map_err(compute)?;
+            let masks: Vec<Tensor> = encodings
+                .iter()
+                .map(|e| Tensor::new(e.get_attention_mask(), &Device::Cpu))
+                .collect::<Result<_, _>>()
+                .map_err(compute)?;
+            let ids = Tensor::stack(&ids, 0).map_err(compute)?;
+            let mask = Tensor::stack(&masks, 0).map_err(compute)?;
+            let types = ids.zeros_like().map_err(compute)?;
+            let hidden = self
+                .model
+                .forward(&ids, &types, Some(&mask))
+                .map_err(compute)?;
+            let pooled = if self.mean_pooling {
+                let m = mask
+                    .to_dtype(DType::F32)
+                    .and_then(|m| m.unsqueeze(2))
+                    .map_err(compute)?;
+                let summed = hidden.broadcast_mul(&m).and_then(|x| x.sum(1)).map_err(compute)?;
+                let counts = m.sum(1).map_err(compute)?;
+                summed.broadcast_div(&counts).map_err(compute)?
+            } else {
+                hidden
+                    .narrow(1, 0, 1)
+                    .and_then(|x| x.squeeze(1))
+                    .map_err(compute)?
+            };
+            for mut v in pooled.to_vec2::<f32>().map_err(compute)? {
+                normalize(&mut v);
+                out.push(v);
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[async_trait::async_trait]
+impl Embedder for SentenceTransformer {
+    fn model_id(&self) -> &str {
+        &self.inner.id
+    }
+
+    fn dimensions(&self) -> usize {
+        self.inner.dims
+    }
+
+    async fn embed(&self, texts: &[String], purpose: Purpose) -> EmbedResult<Vec<Vec<f32>>> {
+        let inner = Arc::clone(&self.inner);
+        let texts = texts.to_vec();
+        blocking(move || inner.encode(&texts, purpose)).await
+    }
+}
+
+/// A model2vec folder: `model.safetensors` holds one `embeddings` matrix (a row per token),
+/// a text is the mean of its tokens' rows.
+pub struct StaticModel {
+    inner: Arc<Table>,
+}
+
+struct Table {
+    id: String,
+    rows: Vec<f32>,
+    dims: usize,
+    tokenizer: Tokenizer,
+}
+
+impl std::fmt::Debug for StaticModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StaticModel")
+            .field("id", &self.inner.id)
+            .finish()
+    }
+}
+
+impl StaticModel {
+    fn load(
+        folder: &Path,
+        tensors: std::collections::HashMap<String, Tensor>,
+        id: String,
+    ) -> EmbedResult<Self> {
+        let weights: PathBuf = folder.join("model.safetensors");
+        let matrix = tensors
+            .get("embeddings")
+            .ok_or_else(|| model_error(&weights, "no `embeddings` tensor"))?;
+        let (_, dims) = matrix
+            .dims2()
+            .map_err(|e| model_error(&weights, e.to_string()))?;
+        let rows = matrix
+            .to_dtype(DType::F32)
+            .and_then(|m| m.flatten_all())
+            .and_then(|m| m.to_vec1::<f32>())
+            .map_err(|e| model_error(&weights, e.to_string()))?;
+        Ok(Self {
+            inner: Arc::new(Table {
+                id,
+                rows,
+                dims,
+                tokenizer: tokenizer(folder, None)?,
+            }),
+        })
+    }
+}
+
+impl Table {
+    fn encode(&self, texts: &[String]) -> EmbedResult<Vec<Vec<f32>>> {
+        texts
+            .iter()
+            .map(|text| {
+                let encoding = self
+                    .tokenizer
+                    .encode(text.as_str(), false)
+                    .map_err(|e| EmbedError::Compute(e.to_string()))?;
+                let mut v = vec![0.0f32; self.dims];
+                let mut n = 0usize;
+                for id in encoding.get_ids() {
+                    let start = *id as usize * self.dims;
+                    if let Some(row) = self.rows.get(start..start + self.dims) {
+                        for (x, r) in v.iter_mut().zip(row) {
+                            *x += r;
+                        }
+                        n += 1;
+                    }
+                }
+                if n > 0 {
+                    for x in &mut v {
+                        *x /= n as f32;
+                    }
+                }
+                // Unit length whatever the folder's `normalize` says: the lane compares by dot
+                // product.
+                normalize(&mut v);
+                Ok(v)
+            })
+            .collect()
+    }
+}
+
+#[async_trait::async_trait]
+impl Embedder for StaticModel {
+    fn model_id(&self) -> &str {
+        &self.inner.id
+    }
+
+    fn dimensions(&self) -> usize {
+        self.inner.dims
+    }
+
+    async fn embed(&self, texts: &[String], _purpose: Purpose) -> EmbedResult<Vec<Vec<f32>>> {
+        let inner = Arc::clone(&self.inner);
+        let texts = texts.to_vec();
+        blocking(move || inner.encode(&texts)).await
+    }
+}

