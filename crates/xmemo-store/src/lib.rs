@@ -4,6 +4,7 @@
 
 pub mod error;
 pub mod fulltext;
+pub mod vectors;
 pub mod migrate;
 pub mod model;
 pub mod postgres;
@@ -346,4 +347,27 @@ pub trait Store: Send + Sync + 'static {
     /// Row count per table, for diagnostics and for tests that prove a failed write wrote
     /// nothing.
     async fn table_counts(&self) -> StoreResult<BTreeMap<String, u64>>;
+
+    // ---- the semantic lane ----
+    /// The next work of the embedding worker of `model`, if `owner` holds (or takes) the
+    /// model's lease until `lease_until`: at most `limit` rows, from the backfill of the rows
+    /// older than the lane, then from the log. `None`: another node holds the lease.
+    async fn embedding_work(
+        &self,
+        model: &str,
+        owner: &str,
+        lease_until: &str,
+        limit: usize,
+    ) -> StoreResult<Option<EmbeddingWork>>;
+    /// Stores the vectors of a claimed work and moves the model's position to `next`, in one
+    /// transaction; `false` (nothing written) when `owner` no longer holds the lease.
+    async fn embedding_save(
+        &self,
+        model: &str,
+        owner: &str,
+        rows: &[EmbeddedRow],
+        removed: &[(EmbeddingKind, String)],
+        next: &EmbeddingProgress,
+    ) -> StoreResult<bool>;
+    async fn embedding_lag(&self, model: &str) -> StoreResult<EmbeddingLag>;
 }

@@ -299,6 +299,104 @@ pub struct SearchQuery {
     pub text: String,
     pub workspace_ids: Vec<String>,
     pub limit: u32,
+    /// The query's meaning, when the semantic lane is on.
+    pub semantic: Option<Semantic>,
+}
+
+/// The semantic half of a query: its vector in an embedding model's space, and how the two
+/// lanes are fused.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Semantic {
+    /// The vectors' space ([`EmbeddingJob`]s were embedded in it).
+    pub model: String,
+    /// Unit length.
+    pub vector: Vec<f32>,
+    /// Weight of the lexical lane in the fused score (0 to 1; the semantic lane has the
+    /// rest). Each lane's scores are scaled to 0..1 (min to max of its candidates) first.
+    pub text_weight: f64,
+    /// Rows whose meaning is less similar than this to the query (cosine, -1 to 1) are left
+    /// out, so a recall may find nothing; rows not embedded yet are judged by text alone.
+    pub min_similarity: Option<f64>,
+}
+
+/// Which lanes found a result.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lanes {
+    /// Full-text (BM25) matched it.
+    pub text: bool,
+    /// Its meaning was among the nearest to the query's.
+    pub meaning: bool,
+}
+
+impl Lanes {
+    pub fn names(self) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        if self.text {
+            out.push("text");
+        }
+        if self.meaning {
+            out.push("meaning");
+        }
+        out
+    }
+}
+
+/// Which rows a vector belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum EmbeddingKind {
+    Skill,
+    Memory,
+}
+
+/// A row to embed: its text as the semantic lane sees it, and the log position of that text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EmbeddingJob {
+    pub kind: EmbeddingKind,
+    pub key: String,
+    pub workspace_id: String,
+    pub text: String,
+    pub seq: i64,
+    /// The SHA-256 of the text its stored vector was made from, if it has one.
+    pub stored_hash: Option<String>,
+}
+
+/// What a worker's claim gives it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct EmbeddingWork {
+    pub jobs: Vec<EmbeddingJob>,
+    /// Rows that changed and are gone (deleted, unpublished, archived): their vectors go.
+    pub removed: Vec<(EmbeddingKind, String)>,
+    /// The position the work starts from, and the one to record once it is saved (equal:
+    /// nothing to do).
+    pub from: EmbeddingProgress,
+    pub next: EmbeddingProgress,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct EmbeddingProgress {
+    pub done_seq: i64,
+    pub backfill_until: i64,
+    /// Where the backfill of the rows older than the lane is: `None` when done.
+    pub backfill: Option<(EmbeddingKind, String)>,
+}
+
+/// A vector computed for a job, ready to store.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EmbeddedRow {
+    pub job: EmbeddingJob,
+    pub text_hash: String,
+    /// `None`: the text is the one the stored vector was made from; only its position moves.
+    pub vector: Option<Vec<f32>>,
+}
+
+/// How far behind the semantic lane of a model is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EmbeddingLag {
+    /// Log entries not embedded yet.
+    pub pending: i64,
+    /// The rows older than the lane are still being embedded.
+    pub backfilling: bool,
+    pub vectors: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -309,6 +407,8 @@ pub struct Descriptor {
     pub description: String,
     pub workspace_id: String,
     pub score: f64,
+    /// The lanes that found it (an exact slug or name match is `text`).
+    pub matched: Lanes,
 }
 
 /// An audit entry before the store numbers and chains it.
@@ -525,13 +625,17 @@ pub struct MemoryQuery {
     /// Memories whose `expires_at` is at or before this instant are left out.
     pub now: String,
     pub limit: u32,
+    /// The query's meaning, when the semantic lane is on (with `text`).
+    pub semantic: Option<Semantic>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct MemoryHit {
     pub memory: Memory,
-    /// Full-text relevance (higher is better); 0 for a recall without text.
+    /// Relevance (higher is better): BM25, or the fused score with the semantic lane; 0 for
+    /// a recall without text.
     pub score: f64,
+    pub matched: Lanes,
 }
 
 /// What deleting an account removed.

@@ -458,6 +458,7 @@ async fn search(store: &DynStore, text: &str, workspaces: &[&str]) -> Vec<Descri
             text: text.into(),
             workspace_ids: workspaces.iter().map(|s| s.to_string()).collect(),
             limit: 10,
+            semantic: None,
         })
         .await
         .unwrap_or_else(|e| panic!("search {text:?} failed: {e}"))
@@ -2556,7 +2557,8 @@ mod cases {
                 text: "deploy".into(),
                 workspace_ids: vec![a.clone(), b.clone()],
                 limit: 2,
-            })
+            semantic: None,
+        })
             .await
             .unwrap();
         assert_eq!(limited.len(), 2);
@@ -2629,7 +2631,8 @@ mod cases {
                     text: q.to_string(),
                     workspace_ids: vec![a.clone()],
                     limit: 10,
-                })
+            semantic: None,
+        })
                 .await;
             assert!(result.is_ok(), "query {q:?} failed: {result:?}");
         }

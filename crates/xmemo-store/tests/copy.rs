@@ -374,6 +374,7 @@ async fn sqlite_to_postgres_to_sqlite_keeps_everything() {
                 .map(|w| w.workspace_id.clone())
                 .collect(),
             limit: 10,
+            semantic: None,
         })
         .await
         .unwrap();

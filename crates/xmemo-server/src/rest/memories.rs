@@ -56,6 +56,7 @@ struct RecallQuery {
     include_forgotten: Option<bool>,
     limit: Option<i64>,
     full: Option<bool>,
+    min_score: Option<f64>,
     workspace: Option<String>,
 }
 
@@ -82,6 +83,7 @@ async fn recall(
         include_forgotten: q.include_forgotten,
         limit: q.limit,
         full: q.full,
+        min_score: q.min_score,
         workspace: q.workspace,
     };
     let memories = state.service.recall_memories(&p, req).await?;

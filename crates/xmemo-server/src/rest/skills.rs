@@ -46,6 +46,7 @@ struct ListQuery {
     limit: Option<i64>,
     cursor: Option<String>,
     workspace: Option<String>,
+    min_score: Option<f64>,
 }
 
 #[derive(Deserialize, Default)]
@@ -93,6 +94,7 @@ async fn list_or_search(
             query: q.query,
             limit: q.limit,
             workspace: q.workspace,
+            min_score: q.min_score,
             ..Default::default()
         };
         return Ok(tool(state.service.recall(&p, req).await?));

@@ -115,6 +115,9 @@ impl Service {
             "Script executions holding a slot now (preparing or running).",
             self.running_executions() as u64,
         );
+        if let Some(lane) = &self.semantic {
+            lane.render_metrics(&mut out);
+        }
         out
     }
 

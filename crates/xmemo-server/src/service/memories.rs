@@ -97,6 +97,10 @@ pub struct RecallMemoriesRequest {
     pub limit: Option<i64>,
     /// Whole contents instead of excerpts (default false).
     pub full: Option<bool>,
+    /// Leave out memories whose meaning is less similar than this to `query` (-1 to 1, with
+    /// the semantic lane; else a floor on the relevance score), so a recall may find nothing.
+    #[schemars(range(min = -1.0))]
+    pub min_score: Option<f64>,
     /// Only this workspace ("personal" or a team handle); default: every workspace you can
     /// read.
     #[schemars(length(min = 1))]
@@ -192,6 +196,10 @@ pub struct MemoryHitView {
     pub saved_by: SavedBy,
     pub updated_at: String,
     pub score: f64,
+    /// Which lanes found it: `text` (full text), `meaning` (the semantic lane); none for a
+    /// recall without `query`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub matched: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -253,7 +261,12 @@ fn view(m: Memory, access: &Access) -> MemoryView {
     }
 }
 
-fn hit_view(m: Memory, score: f64, full: bool, access: &Access) -> MemoryHitView {
+fn hit_view(hit: xmemo_store::MemoryHit, full: bool, access: &Access) -> MemoryHitView {
+    let xmemo_store::MemoryHit {
+        memory: m,
+        score,
+        matched,
+    } = hit;
     let (content, truncated) = if full {
         (m.content, false)
     } else {
@@ -273,6 +286,7 @@ fn hit_view(m: Memory, score: f64, full: bool, access: &Access) -> MemoryHitView
         version: m.version,
         updated_at: m.updated_at,
         score,
+        matched: matched.names().into_iter().map(String::from).collect(),
     }
 }
 
@@ -434,7 +448,15 @@ impl Service {
             }
             let (memory, access) = self.readable_memory(principal, id).await?;
             return Ok(Memories {
-                memories: vec![hit_view(memory, 0.0, full, &access)],
+                memories: vec![hit_view(
+                    xmemo_store::MemoryHit {
+                        memory,
+                        score: 0.0,
+                        matched: xmemo_store::Lanes::default(),
+                    },
+                    full,
+                    &access,
+                )],
             });
         }
         let limit = match req.limit {
@@ -477,6 +499,12 @@ impl Service {
             )?;
         }
         let access = self.access(principal).await?;
+        let min_score = super::semantic::check_min_score(req.min_score)?;
+        let semantic = match req.query.as_deref() {
+            Some(text) => self.query_meaning(text, min_score).await,
+            None => None,
+        };
+        let lexical_floor = if semantic.is_none() { min_score } else { None };
         let hits = self
             .store
             .recall_memories(&MemoryQuery {
@@ -491,12 +519,14 @@ impl Service {
                 include_forgotten: req.include_forgotten.unwrap_or(false),
                 now: self.now(),
                 limit,
+                semantic,
             })
             .await?;
         Ok(Memories {
             memories: hits
                 .into_iter()
-                .map(|h| hit_view(h.memory, h.score, full, &access))
+                .filter(|h| lexical_floor.is_none_or(|min| h.score >= min))
+                .map(|h| hit_view(h, full, &access))
                 .collect(),
         })
     }

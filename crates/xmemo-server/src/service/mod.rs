@@ -14,6 +14,7 @@ mod packages;
 pub mod page;
 mod recall;
 pub mod schema;
+pub mod semantic;
 mod served;
 pub mod signin;
 mod skills;
@@ -51,6 +52,8 @@ pub struct Service {
     registrations: Arc<crate::throttle::FailureLimiter<std::net::IpAddr>>,
     /// What expiries are decided by (`with_clock`; the system's clock by default).
     clock: Arc<dyn clock::Clock>,
+    /// The semantic recall lane, when an embedding model is configured.
+    semantic: Option<Arc<semantic::SemanticLane>>,
 }
 
 impl Service {
@@ -76,6 +79,7 @@ impl Service {
                 oauth::DEFAULT_REGISTRATION_BUDGET,
             )),
             clock: Arc::new(clock::SystemClock),
+            semantic: None,
         }
     }
 

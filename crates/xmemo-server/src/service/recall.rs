@@ -41,7 +41,8 @@ impl Service {
                     }
                 };
                 Ok(ToolResult::Descriptors(
-                    self.search(principal, query, limit, ws).await?,
+                    self.search_min(principal, query, limit, ws, req.min_score)
+                        .await?,
                 ))
             }
             (None, Some(slug), None) => Ok(ToolResult::Root(Box::new(
@@ -78,6 +79,20 @@ impl Service {
         limit: u32,
         workspace: Option<&str>,
     ) -> ServiceResult<Descriptors> {
+        self.search_min(principal, query, limit, workspace, None)
+            .await
+    }
+
+    /// Level 0, leaving out what is less relevant than `min_score` (a floor on semantic
+    /// similarity with the semantic lane, else on the relevance score).
+    pub async fn search_min(
+        &self,
+        principal: &Principal,
+        query: &str,
+        limit: u32,
+        workspace: Option<&str>,
+        min_score: Option<f64>,
+    ) -> ServiceResult<Descriptors> {
         principal.require(Scope::Read)?;
         let chars = query.chars().count();
         if query.trim().is_empty() || chars > QUERY_MAX_CHARS {
@@ -91,18 +106,24 @@ impl Service {
         xmemo_core::validate::reject_controls("query", query, xmemo_core::validate::Lines::Many)?;
         let access = self.access(principal).await?;
         let workspace_ids = access.readable(workspace)?;
+        let min_score = super::semantic::check_min_score(min_score)?;
+        let semantic = self.query_meaning(query, min_score).await;
+        let lexical_floor = if semantic.is_none() { min_score } else { None };
         let hits = self
             .store
             .search(&SearchQuery {
                 text: query.to_string(),
                 workspace_ids,
                 limit: limit.clamp(1, SEARCH_LIMIT_MAX),
+                semantic,
             })
             .await?;
         Ok(Descriptors {
             skills: hits
                 .into_iter()
+                .filter(|d| lexical_floor.is_none_or(|min| d.score >= min))
                 .map(|d| SkillDescriptor {
+                    matched: d.matched.names().into_iter().map(String::from).collect(),
                     workspace: access.handle(&d.workspace_id),
                     skill_id: d.skill_id,
                     slug: d.slug,

@@ -121,6 +121,11 @@ pub struct RecallRequest {
     /// Level 2: the logical_path of one resource listed by Level 1, e.g. "scripts/check.py".
     #[schemars(length(min = 1, max = LOGICAL_PATH_MAX_BYTES))]
     pub resource: Option<String>,
+    /// Level 0: leave out skills whose meaning is less similar than this to the query (-1 to
+    /// 1, with the semantic lane; else a floor on the relevance score), so a search may find
+    /// nothing.
+    #[schemars(range(min = -1.0))]
+    pub min_score: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -131,6 +136,10 @@ pub struct SkillDescriptor {
     pub description: String,
     pub workspace: String,
     pub score: f64,
+    /// Which lanes found it: `text` (full text, or an exact slug or name), `meaning` (the
+    /// semantic lane).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub matched: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

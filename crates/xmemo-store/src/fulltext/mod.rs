@@ -109,6 +109,8 @@ pub struct Hit {
     /// The row holds every term of a short query: the tier it ranks in, before the rows
     /// that do not (always `false` for a question of more than [`EVERY_TERM_MAX`] terms).
     pub all_words: bool,
+    /// The lanes that found it (full text here; fusion adds the semantic lane).
+    pub lanes: crate::model::Lanes,
 }
 
 /// An in-memory inverted index of rows `(key, workspace, fields…)`.
@@ -537,6 +539,10 @@ impl Index {
                 key: self.docs[*d as usize].key.to_string(),
                 score: f64::from(scratch.score[*d as usize]),
                 all_words: tiered && holds_all(*d),
+                lanes: crate::model::Lanes {
+                    text: true,
+                    meaning: false,
+                },
             })
             .collect();
         for d in &candidates {

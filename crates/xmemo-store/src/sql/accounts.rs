@@ -515,6 +515,9 @@ pub async fn delete_account<D: Dialect>(
         .map(|r| r.text("content_hash"))
         .collect::<StoreResult<_>>()?;
     super::fulltext::log_workspace(&mut s, &ws).await?;
+    // The vectors of what goes are derived from it: they go with it (every model's).
+    s.execute(Stmt::new("DELETE FROM embeddings WHERE workspace_id = $1").bind(&ws))
+        .await?;
     // Foreign keys cascade: skills → revisions → components, memories → versions and tags,
     // the workspace's memberships; the account's keys and team memberships.
     s.execute(Stmt::new("DELETE FROM workspaces WHERE workspace_id = $1").bind(&ws))

@@ -11,16 +11,21 @@
 
 use super::{Dialect, Record, Session, SqlStore, Stmt, in_list};
 use crate::fulltext::{Hit, Index, MEMORIES, SKILLS};
+use crate::vectors::VectorIndex;
 use crate::{StoreError, StoreResult};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-/// Which index a log entry or a query is about (the `kind` column).
+/// Which index a log entry or a query is about (the `kind` column; 2 and 3 say the vector
+/// of a skill or a memory changed, see `sql/vectors.rs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
     Skills = 0,
     Memories = 1,
 }
+
+/// `kind` of a log entry that says the vector of a row of `Kind` changed.
+pub(crate) const VECTOR_KIND_OFFSET: i64 = 2;
 
 /// Log entries applied per round trip while catching up, and rows read per statement while
 /// building.
@@ -37,13 +42,20 @@ const MEMORY_ROWS: &str =
      FROM memories m WHERE 1 = 1";
 
 impl Kind {
-    fn rows(self) -> &'static str {
+    pub(crate) fn from_code(code: i64) -> Option<Kind> {
+        match code {
+            0 => Some(Kind::Skills),
+            1 => Some(Kind::Memories),
+            _ => None,
+        }
+    }
+    pub(crate) fn rows(self) -> &'static str {
         match self {
             Kind::Skills => SKILL_ROWS,
             Kind::Memories => MEMORY_ROWS,
         }
     }
-    fn key_column(self) -> &'static str {
+    pub(crate) fn key_column(self) -> &'static str {
         match self {
             Kind::Skills => "s.skill_id",
             Kind::Memories => "m.memory_id",
@@ -60,11 +72,14 @@ impl Kind {
 /// This node's indexes and how far into the log they are.
 pub(crate) struct Fulltext {
     indexes: RwLock<Indexes>,
+    /// The vectors of the embedding model the last semantic query used (`sql/vectors.rs`),
+    /// kept in step by the same catch-up.
+    pub(crate) vectors: RwLock<Option<VectorIndex>>,
     /// The last log number applied (-1 before the first build).
     applied: AtomicI64,
     built: tokio::sync::OnceCell<()>,
     /// One catch-up at a time: a second one waiting finds the log already applied.
-    catching_up: tokio::sync::Mutex<()>,
+    pub(crate) catching_up: tokio::sync::Mutex<()>,
 }
 
 struct Indexes {
@@ -94,6 +109,7 @@ impl Default for Fulltext {
                 skills: Index::new(&SKILLS),
                 memories: Index::new(&MEMORIES),
             }),
+            vectors: RwLock::new(None),
             applied: AtomicI64::new(-1),
             built: tokio::sync::OnceCell::new(),
             catching_up: tokio::sync::Mutex::new(()),
@@ -110,6 +126,16 @@ impl Fulltext {
     }
     fn write(&self) -> RwLockWriteGuard<'_, Indexes> {
         self.indexes
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+    pub(crate) fn vectors_read(&self) -> RwLockReadGuard<'_, Option<VectorIndex>> {
+        self.vectors
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+    pub(crate) fn vectors_write(&self) -> RwLockWriteGuard<'_, Option<VectorIndex>> {
+        self.vectors
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
@@ -131,13 +157,23 @@ pub(crate) async fn log_changes<D: Dialect>(
     kind: Kind,
     keys: &[String],
 ) -> StoreResult<()> {
+    log_codes(s, kind as i64, keys).await
+}
+
+/// Appends `(code, key)` for every key: a row change (`Kind`) or a vector change
+/// (`Kind` + [`VECTOR_KIND_OFFSET`]).
+pub(crate) async fn log_codes<D: Dialect>(
+    s: &mut Session<D>,
+    code: i64,
+    keys: &[String],
+) -> StoreResult<()> {
     if keys.is_empty() {
         return Ok(());
     }
     s.lock(D::LOCK_AUDIT_CHAIN).await?;
     for chunk in keys.chunks(BATCH) {
         let values: Vec<String> = (1..=chunk.len())
-            .map(|n| format!("({}, ${n})", kind as i64))
+            .map(|n| format!("({code}, ${n})"))
             .collect();
         s.execute(
             Stmt::new(format!(
@@ -249,7 +285,7 @@ impl<D: Dialect> SqlStore<D> {
     }
 
     /// Applies the log entries past the last one applied.
-    async fn catch_up(&self) -> StoreResult<()> {
+    pub(crate) async fn catch_up(&self) -> StoreResult<()> {
         let mut s = self.read().await?;
         let mut applied = self.fulltext.applied.load(Ordering::Acquire);
         let mut entries = log_after(&mut s, applied).await?;
@@ -265,33 +301,48 @@ impl<D: Dialect> SqlStore<D> {
         }
         while let Some(&(newest, _, _)) = entries.last() {
             for kind in [Kind::Skills, Kind::Memories] {
-                let keys: Vec<String> = entries
+                let changed: Vec<(i64, String)> = entries
                     .iter()
-                    .filter(|(_, k, _)| *k == kind)
+                    .filter(|(_, code, _)| *code == kind as i64)
+                    .map(|(seq, _, key)| (*seq, key.clone()))
+                    .collect();
+                let revectored: Vec<String> = entries
+                    .iter()
+                    .filter(|(_, code, _)| *code == kind as i64 + VECTOR_KIND_OFFSET)
                     .map(|(_, _, key)| key.clone())
                     .collect();
-                if keys.is_empty() {
-                    continue;
+                if !changed.is_empty() {
+                    let keys: Vec<String> = changed.iter().map(|(_, k)| k.clone()).collect();
+                    let rows = s
+                        .all(
+                            Stmt::new(format!(
+                                "{} AND {} IN ({})",
+                                kind.rows(),
+                                kind.key_column(),
+                                in_list(1, keys.len())
+                            ))
+                            .bind_all(&keys),
+                        )
+                        .await?;
+                    let mut indexes = self.fulltext.write();
+                    let index = indexes.get_mut(kind);
+                    // A key without a row now has none (deleted, unpublished, archived).
+                    for key in &keys {
+                        index.remove(key);
+                    }
+                    for row in &rows {
+                        apply_row::<D>(index, kind, row)?;
+                    }
+                    drop(indexes);
+                    // Its vector was made from the text before this change.
+                    if let Some(vectors) = self.fulltext.vectors_write().as_mut() {
+                        for (seq, key) in &changed {
+                            vectors.stale_before(kind as u8, key, *seq);
+                        }
+                    }
                 }
-                let rows = s
-                    .all(
-                        Stmt::new(format!(
-                            "{} AND {} IN ({})",
-                            kind.rows(),
-                            kind.key_column(),
-                            in_list(1, keys.len())
-                        ))
-                        .bind_all(&keys),
-                    )
-                    .await?;
-                let mut indexes = self.fulltext.write();
-                let index = indexes.get_mut(kind);
-                // A key without a row now has none (deleted, unpublished, archived).
-                for key in &keys {
-                    index.remove(key);
-                }
-                for row in &rows {
-                    apply_row::<D>(index, kind, row)?;
+                if !revectored.is_empty() {
+                    self.reload_vectors(&mut s, kind, &revectored).await?;
                 }
             }
             self.fulltext.applied.store(newest, Ordering::Release);
@@ -307,7 +358,7 @@ impl<D: Dialect> SqlStore<D> {
 async fn log_after<D: Dialect>(
     s: &mut Session<D>,
     after: i64,
-) -> StoreResult<Vec<(i64, Kind, String)>> {
+) -> StoreResult<Vec<(i64, i64, String)>> {
     s.all(
         Stmt::new(format!(
             "SELECT seq, kind, key FROM fulltext_log WHERE seq > $1 ORDER BY seq LIMIT {BATCH}"
@@ -317,16 +368,13 @@ async fn log_after<D: Dialect>(
     .await?
     .iter()
     .map(|r| {
-        let kind = match r.int("kind")? {
-            0 => Kind::Skills,
-            1 => Kind::Memories,
-            other => {
-                return Err(StoreError::Internal(format!(
-                    "fulltext_log: unknown kind {other}"
-                )));
-            }
-        };
-        Ok((r.int("seq")?, kind, r.text("key")?))
+        let code = r.int("kind")?;
+        if !(0..2 + VECTOR_KIND_OFFSET).contains(&code) {
+            return Err(StoreError::Internal(format!(
+                "fulltext_log: unknown kind {code}"
+            )));
+        }
+        Ok((r.int("seq")?, code, r.text("key")?))
     })
     .collect()
 }

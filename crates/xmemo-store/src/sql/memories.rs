@@ -341,7 +341,13 @@ pub async fn recall_memories<D: Dialect>(
     let mut k = q.limit as usize + SPARE_CANDIDATES;
     loop {
         let hits = store
-            .ranked(super::fulltext::Kind::Memories, text, &q.workspace_ids, k)
+            .ranked_with(
+                super::fulltext::Kind::Memories,
+                text,
+                &q.workspace_ids,
+                k,
+                q.semantic.as_ref(),
+            )
             .await?;
         if hits.is_empty() {
             return Ok(vec![]);
@@ -443,14 +449,24 @@ async fn recall_page<D: Dialect>(
     let stmt = args
         .into_iter()
         .fold(Stmt::new(sql), |stmt, arg| stmt.bind_arg(arg));
+    let lanes: std::collections::HashMap<&str, Lanes> = hits
+        .into_iter()
+        .flatten()
+        .map(|h| (h.key.as_str(), h.lanes))
+        .collect();
     let mut s = store.read().await?;
     s.all(stmt)
         .await?
         .iter()
         .map(|r| {
+            let memory = memory(r)?;
             Ok(MemoryHit {
-                memory: memory(r)?,
+                matched: lanes
+                    .get(memory.memory_id.as_str())
+                    .copied()
+                    .unwrap_or_default(),
                 score: crate::search::score(false, r.float("relevance")?),
+                memory,
             })
         })
         .collect()

@@ -75,6 +75,15 @@ macro_rules! embed_migrations {
                 name: "drop_fts",
                 sql: include_str!(concat!("../../migrations/", $dialect, "/0009_drop_fts.sql")),
             },
+            $crate::migrate::Migration {
+                version: 12,
+                name: "embeddings",
+                sql: include_str!(concat!(
+                    "../../migrations/",
+                    $dialect,
+                    "/0012_embeddings.sql"
+                )),
+            },
         ]
     };
 }

@@ -7,6 +7,7 @@ mod accounts;
 mod audit;
 pub mod cache;
 pub(crate) mod driver;
+mod embeddings;
 mod fulltext;
 mod group;
 mod invitations;
@@ -19,6 +20,7 @@ pub(crate) mod signin;
 mod skills;
 mod snapshot;
 mod store;
+mod vectors;
 
 pub use driver::{Driver, Record, Stmt};
 pub(crate) use driver::{in_list, to_i64};

@@ -838,16 +838,17 @@ pub async fn search<D: Dialect>(
     }
     let limit = query.limit as usize;
     let hits = store
-        .ranked(
+        .ranked_with(
             super::fulltext::Kind::Skills,
             &query.text,
             &query.workspace_ids,
             limit,
+            query.semantic.as_ref(),
         )
         .await?;
-    let ranked: std::collections::HashMap<&str, (f64, bool)> = hits
+    let ranked: std::collections::HashMap<&str, (f64, bool, Lanes)> = hits
         .iter()
-        .map(|h| (h.key.as_str(), (h.score, h.all_words)))
+        .map(|h| (h.key.as_str(), (h.score, h.all_words, h.lanes)))
         .collect();
     let exact = crate::search::exact_key(&query.text);
     let ids: Vec<String> = hits.iter().map(|h| h.key.clone()).collect();
@@ -889,10 +890,10 @@ pub async fn search<D: Dialect>(
         .map(|r| {
             let skill_id = r.text("skill_id")?;
             let exact = r.flag("exact")?;
-            let (relevance, all_words) = ranked
+            let (relevance, all_words, lanes) = ranked
                 .get(skill_id.as_str())
                 .copied()
-                .unwrap_or((0.0, false));
+                .unwrap_or((0.0, false, Lanes::default()));
             Ok((
                 exact,
                 all_words,
@@ -902,6 +903,10 @@ pub async fn search<D: Dialect>(
                     description: r.text("description")?,
                     workspace_id: r.text("workspace_id")?,
                     score: crate::search::score(exact, relevance),
+                    matched: Lanes {
+                        text: lanes.text || exact,
+                        meaning: lanes.meaning,
+                    },
                     skill_id,
                 },
             ))

@@ -422,6 +422,31 @@ impl<D: Dialect> Store for SqlStore<D> {
         snapshot::import(self, snap).await
     }
 
+    async fn embedding_work(
+        &self,
+        model: &str,
+        owner: &str,
+        lease_until: &str,
+        limit: usize,
+    ) -> StoreResult<Option<EmbeddingWork>> {
+        self.embedding_work_in(model, owner, lease_until, limit).await
+    }
+
+    async fn embedding_save(
+        &self,
+        model: &str,
+        owner: &str,
+        rows: &[EmbeddedRow],
+        removed: &[(EmbeddingKind, String)],
+        next: &EmbeddingProgress,
+    ) -> StoreResult<bool> {
+        self.embedding_save_in(model, owner, rows, removed, next).await
+    }
+
+    async fn embedding_lag(&self, model: &str) -> StoreResult<EmbeddingLag> {
+        self.embedding_lag_in(model).await
+    }
+
     async fn table_counts(&self) -> StoreResult<BTreeMap<String, u64>> {
         let mut s = self.read().await?;
         let mut out = BTreeMap::new();
