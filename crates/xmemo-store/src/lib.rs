@@ -270,6 +270,14 @@ pub trait Store: Send + Sync + 'static {
         workspace_ids: &[String],
         slugs: &[String],
     ) -> StoreResult<Vec<String>>;
+    /// Revisions of skills of `workspace_id` whose canonical_hash is `canonical_hash`, by
+    /// slug then newest first, at most `limit` (an index on the hash keeps it one lookup).
+    async fn content_holders(
+        &self,
+        workspace_id: &str,
+        canonical_hash: &str,
+        limit: u32,
+    ) -> StoreResult<Vec<ContentHolder>>;
     /// Atomically: create the skill when absent, check `expected_revision_id`, return the
     /// latest revision unchanged when its canonical_hash equals the new one, else store blobs,
     /// the revision with the next number and its components, apply the publish side effect

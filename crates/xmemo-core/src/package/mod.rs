@@ -36,7 +36,10 @@ mod frontmatter;
 mod repair;
 mod skill_md;
 
-pub use archive::{ArchiveLimits, PackageFile, single_top_folder, unzip, unzip_subtree};
+pub use archive::{
+    ArchiveLimits, PackageFile, archive_file_names, single_top_folder, unzip, unzip_folders,
+    unzip_subtree,
+};
 pub use capsule::{
     CAPSULE_FORMAT, CAPSULE_FORMAT_VERSION, CAPSULE_MANIFEST, Capsule, CapsuleBody, CapsuleInput,
     CapsuleManifest, CapsuleRevision, CapsuleSkill, build_capsule, component_manifest,

@@ -75,6 +75,15 @@ macro_rules! embed_migrations {
                 name: "drop_fts",
                 sql: include_str!(concat!("../../migrations/", $dialect, "/0009_drop_fts.sql")),
             },
+            $crate::migrate::Migration {
+                version: 11,
+                name: "revisions_canonical_hash",
+                sql: include_str!(concat!(
+                    "../../migrations/",
+                    $dialect,
+                    "/0011_revisions_canonical_hash.sql"
+                )),
+            },
         ]
     };
 }

@@ -220,6 +220,38 @@ pub async fn shared_slugs<D: Dialect>(
         .collect()
 }
 
+/// Revisions of the workspace's skills with this canonical_hash (index
+/// `revisions_canonical_hash`), by slug then newest first.
+pub async fn content_holders<D: Dialect>(
+    store: &SqlStore<D>,
+    workspace_id: &str,
+    canonical_hash: &str,
+    limit: u32,
+) -> StoreResult<Vec<ContentHolder>> {
+    let sql = format!(
+        "SELECT s.skill_id, s.slug, r.revision_id, r.revision_number, r.status, s.latest_revision_number \
+         FROM revisions r JOIN skills s ON s.skill_id = r.skill_id \
+         WHERE r.canonical_hash = $1 AND s.workspace_id = $2 \
+         ORDER BY s.slug, r.revision_number DESC LIMIT {limit}"
+    );
+    let mut s = store.read().await?;
+    s.all(Stmt::new(sql).bind(canonical_hash).bind(workspace_id))
+        .await?
+        .iter()
+        .map(|r| {
+            let revision_number = r.int("revision_number")?;
+            Ok(ContentHolder {
+                skill_id: r.text("skill_id")?,
+                slug: r.text("slug")?,
+                revision_id: r.text("revision_id")?,
+                revision_number,
+                status: r.parsed("status")?,
+                latest: r.int("latest_revision_number")? == revision_number,
+            })
+        })
+        .collect()
+}
+
 /// Revisions waiting for review (`proposed`) in active skills of the given workspaces, oldest
 /// first, at most `limit`.
 pub async fn pending_proposals<D: Dialect>(

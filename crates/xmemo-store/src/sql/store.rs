@@ -326,6 +326,14 @@ impl<D: Dialect> Store for SqlStore<D> {
     ) -> StoreResult<Vec<String>> {
         skills::shared_slugs(self, workspace_ids, slugs).await
     }
+    async fn content_holders(
+        &self,
+        workspace_id: &str,
+        canonical_hash: &str,
+        limit: u32,
+    ) -> StoreResult<Vec<ContentHolder>> {
+        skills::content_holders(self, workspace_id, canonical_hash, limit).await
+    }
     async fn save_revision(&self, save: SaveRevision) -> StoreResult<SaveOutcome> {
         super::group::save(self, save).await
     }
