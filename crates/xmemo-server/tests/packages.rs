@@ -2127,3 +2127,86 @@ async fn a_repository_url_imports_every_skill_folder() {
     assert_eq!(r.body["data"]["summary"]["unchanged"], 2);
     assert_eq!(s.counts().await, before);
 }
+
+/// The import results carry exactly the fields `openapi.json` documents for them: every
+/// required one, and no other (#24 added outcome, warnings, same_content_as, imported_batch).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn import_results_carry_the_documented_fields() {
+    let doc: Value = serde_json::from_str(include_str!("../openapi.json")).unwrap();
+    let schemas = &doc["components"]["schemas"];
+    // (properties, required) of a schema, `allOf` parts merged.
+    fn fields(schemas: &Value, name: &str) -> (Vec<String>, Vec<String>) {
+        let s = &schemas[name];
+        let parts: Vec<&Value> = match s["allOf"].as_array() {
+            Some(all) => all
+                .iter()
+                .map(|p| match p["$ref"].as_str() {
+                    Some(r) => &schemas[r.rsplit('/').next().unwrap()],
+                    None => p,
+                })
+                .collect(),
+            None => vec![s],
+        };
+        let mut props = Vec::new();
+        let mut required = Vec::new();
+        for p in parts {
+            props.extend(p["properties"].as_object().unwrap().keys().cloned());
+            if let Some(r) = p["required"].as_array() {
+                required.extend(r.iter().map(|k| k.as_str().unwrap().to_string()));
+            }
+        }
+        (props, required)
+    }
+    let check = |name: &str, value: &Value| {
+        let (props, required) = fields(schemas, name);
+        let obj = value
+            .as_object()
+            .unwrap_or_else(|| panic!("{name}: {value}"));
+        for key in obj.keys() {
+            assert!(
+                props.contains(key),
+                "{name}: `{key}` is not documented: {value}"
+            );
+        }
+        for key in &required {
+            assert!(
+                obj.contains_key(key),
+                "{name}: required `{key}` missing: {value}"
+            );
+        }
+    };
+    let s = TestServer::start().await;
+    let key = s.admin_key.clone();
+    let md = b"# Weather\n\nForecasts for a place.\n".to_vec();
+    let r = upload(&s, &key, "?slug=weather", "text/markdown", md.clone()).await;
+    check("ImportedResult", &r.body);
+    check("Imported", &r.body["data"]);
+    for w in r.body["data"]["warnings"].as_array().unwrap() {
+        check("ImportWarning", w);
+    }
+    let r = upload(&s, &key, "?slug=weather-copy", "text/markdown", md).await;
+    assert_eq!(r.body["data"]["outcome"], "duplicate");
+    check("Imported", &r.body["data"]);
+    let r = import_zip(&s, &key, "", several_skills_zip()).await;
+    check("ImportedBatchResult", &r.body);
+    let data = &r.body["data"];
+    check("ImportedBatch", data);
+    check("BatchSummary", &data["summary"]);
+    for item in data["results"].as_array().unwrap() {
+        check("BatchItem", item);
+        if let Some(rev) = item.get("revision") {
+            check("ItemRevision", rev);
+        }
+        for w in item["warnings"].as_array().unwrap() {
+            check("ImportWarning", w);
+        }
+    }
+    assert!(
+        data["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|i| i["outcome"] == "refused"),
+        "the sample holds a refusal"
+    );
+}
