@@ -222,9 +222,12 @@ async fn import(a: ImportArgs) -> anyhow::Result<()> {
     })
 }
 
+/// The skill folders of a directory, and every file under it with its size.
+type Below = (Vec<String>, Vec<(String, u64)>);
+
 /// The skill folders under `dir` when it is not a skill folder itself (`None`: import it
 /// as one skill, as before).
-fn skill_folders_below(dir: &Path) -> anyhow::Result<Option<(Vec<String>, Vec<(String, u64)>)>> {
+fn skill_folders_below(dir: &Path) -> anyhow::Result<Option<Below>> {
     let listing = skilldir::listing(dir)?;
     let folders = batch::skill_folders(listing.iter().map(|(p, _)| p.as_str()));
     if folders.is_empty() || folders.iter().any(String::is_empty) {
@@ -241,7 +244,7 @@ async fn import_directory(
     api: &Api,
     a: &ImportArgs,
     dir: &Path,
-    (folders, listing): (Vec<String>, Vec<(String, u64)>),
+    (folders, listing): Below,
 ) -> anyhow::Result<()> {
     for (flag, given) in [
         ("--slug", a.slug.is_some()),
