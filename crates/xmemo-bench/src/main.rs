@@ -3,6 +3,7 @@
 //! it never fails on a figure; it prints each target next to what was measured.
 
 mod calls;
+mod clawhub;
 mod console;
 mod conversation;
 mod corpus;
@@ -99,6 +100,11 @@ struct Args {
     /// Time the Memory Console's pages (p50/p99 each) at the smallest of --sizes skills
     #[arg(long)]
     console: bool,
+    /// Known-item search on real skills: import this corpus folder (e.g.
+    /// tests/corpus/clawhub) with `xmemo import DIR --publish`, then query each imported
+    /// skill by the first words of its description (top-1 / top-5 hit rate, p50/p99)
+    #[arg(long, value_name = "DIR")]
+    clawhub: Option<PathBuf>,
     /// Memories only: queries per query kind in the quality check
     #[arg(long, default_value_t = 200)]
     quality_queries: usize,
@@ -214,6 +220,17 @@ async fn main() -> Result<()> {
     );
     report.memory_at_start = srv.memory();
 
+    if let Some(dir) = &args.clawhub {
+        let result = clawhub::run(&srv, &bin, dir).await;
+        if let Err(e) = &result {
+            eprintln!(
+                "xmemo-bench: clawhub run failed: {e:#}\n{}",
+                srv.stderr_tail()
+            );
+        }
+        srv.stop();
+        return result;
+    }
     if args.console {
         let corpus = Arc::new(Corpus::new(args.corpus_seed, args.vocabulary));
         let result = console::run(&srv, corpus, sizes[0], args.seed_concurrency).await;

@@ -2,7 +2,7 @@
 //! the server host). They go through the same service layer as every transport.
 
 use crate::output::print_result_line;
-use crate::settings::{DbArgs, resolve_db_only};
+use crate::settings::{DbArgs, SemanticArgs, resolve_db_only, resolve_semantic_only};
 use clap::{Args, Subcommand};
 use serde_json::json;
 use xmemo_server::Service;
@@ -14,6 +14,9 @@ use xmemo_store::{AuditFilter, verify_audit_chain};
 pub struct AdminArgs {
     #[command(flatten)]
     db: DbArgs,
+    /// The semantic lane `doctor` checks (the settings `xmemo serve` takes)
+    #[command(flatten)]
+    semantic: SemanticArgs,
     /// Print JSON instead of text
     #[arg(long, global = true)]
     json: bool,
@@ -312,6 +315,7 @@ async fn doctor(args: &AdminArgs) -> anyhow::Result<()> {
             json!({ "ok": problems.is_empty(), "data_dir": data_dir, "problems": problems })
         }
     };
+    let mut store_for_lag = None;
     let database = match resolved {
         Err(e) => json!({ "ok": false, "error": format!("{e:#}") }),
         Ok((data_dir, url)) => match open_store(url.as_deref(), &data_dir).await {
@@ -321,7 +325,11 @@ async fn doctor(args: &AdminArgs) -> anyhow::Result<()> {
                 "error": error_detail(&e),
             }),
             Ok(store) => match store.ping().await {
-                Ok(()) => json!({ "ok": true, "backend": store.backend() }),
+                Ok(()) => {
+                    let backend = store.backend();
+                    store_for_lag = Some(store);
+                    json!({ "ok": true, "backend": backend })
+                }
                 Err(e) => json!({
                     "ok": false,
                     "backend": store.backend(),
@@ -331,6 +339,7 @@ async fn doctor(args: &AdminArgs) -> anyhow::Result<()> {
         },
     };
 
+    let semantic = semantic_report(args, store_for_lag.as_deref()).await;
     let status = if state.available {
         "available"
     } else if fallback {
@@ -353,13 +362,73 @@ async fn doctor(args: &AdminArgs) -> anyhow::Result<()> {
         },
         "database": database,
         "permissions": permissions,
+        "semantic": semantic,
     });
-    print_result_line(
-        args.json,
-        &value,
-        doctor_text(verdict, &state, fallback, &database, &permissions),
-    );
+    let mut text = doctor_text(verdict, &state, fallback, &database, &permissions);
+    text.push('\n');
+    text.push_str(&semantic_text(&semantic));
+    print_result_line(args.json, &value, text);
     Ok(())
+}
+
+/// The semantic lane as `xmemo serve` would start it with these settings: off, or the model
+/// loaded (or the endpoint reached) with its dimensions, and how far behind its vectors are.
+async fn semantic_report(
+    args: &AdminArgs,
+    store: Option<&dyn xmemo_store::Store>,
+) -> serde_json::Value {
+    let settings = match resolve_semantic_only(&args.db, &args.semantic) {
+        Ok(s) => s,
+        Err(e) => return json!({ "status": "invalid", "error": format!("{e:#}") }),
+    };
+    if !settings.spec.is_set() {
+        return json!({ "status": "off" });
+    }
+    match xmemo_embed::open(&settings.spec).await {
+        Err(e) => json!({ "status": "unavailable", "error": e.to_string(),
+                          "transient": e.transient() }),
+        Ok(None) => json!({ "status": "off" }),
+        Ok(Some(embedder)) => {
+            let lag = match store {
+                Some(store) => store
+                    .embedding_lag(embedder.model_id())
+                    .await
+                    .map(|l| json!(l))
+                    .unwrap_or_else(|e| json!({ "error": e.to_string() })),
+                None => serde_json::Value::Null,
+            };
+            json!({
+                "status": "ok",
+                "model": embedder.model_id(),
+                "dimensions": embedder.dimensions(),
+                "text_weight": settings.text_weight,
+                "lag": lag,
+            })
+        }
+    }
+}
+
+fn semantic_text(semantic: &serde_json::Value) -> String {
+    match semantic["status"].as_str() {
+        Some("off") => "semantic lane: off (no --embedding-model / --embeddings-url)".into(),
+        Some("ok") => format!(
+            "semantic lane: ok — {} ({} dimensions, text weight {}); pending {}, vectors {}{}",
+            semantic["model"].as_str().unwrap_or("?"),
+            semantic["dimensions"],
+            semantic["text_weight"],
+            semantic["lag"]["pending"],
+            semantic["lag"]["vectors"],
+            if semantic["lag"]["backfilling"].as_bool() == Some(true) {
+                ", backfilling the rows older than the lane"
+            } else {
+                ""
+            }
+        ),
+        _ => format!(
+            "semantic lane: UNAVAILABLE — {} (recall answers by full text alone)",
+            semantic["error"].as_str().unwrap_or("unknown error")
+        ),
+    }
 }
 
 fn doctor_text(

@@ -73,6 +73,10 @@ fn main() -> ExitCode {
     });
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.is::<packages::SomeRefused>() => {
+            eprintln!("{e}");
+            ExitCode::from(packages::SomeRefused::EXIT_STATUS)
+        }
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::from(1)

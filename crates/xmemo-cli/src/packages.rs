@@ -4,19 +4,26 @@
 //! `import` sends a `.zip` or a `SKILL.md` as is, zips a skill directory in memory
 //! ([`skilldir::zip`], the same bytes `xmemo save --dir` reads), and hands `https://` URLs
 //! to the server's repository import (all through `POST /imports`: the upload as the body,
-//! the URL as JSON).
+//! the URL as JSON). A directory that is not itself a skill folder but holds some is
+//! imported folder by folder, one request each, with the slugs of
+//! `xmemo_core::package::batch::plan_slugs` (see [`import_directory`]).
 
 use crate::client::http::{Api, Failure, decode, fail};
 use crate::client::skilldir::{self, BODY_LIMIT, too_large};
 use crate::client::text::{short_hash, size};
 use crate::client::{Conn, print_failure_as_json};
-use crate::output::print_result;
+use crate::output::{print_json, print_result};
 use clap::{Args, Subcommand, ValueEnum};
 use reqwest::Method;
 use serde_json::{Value, json};
+use std::fmt;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use xmemo_core::diff::{ComponentSummary, TextDiff, TextDiffStatus, WordOpKind};
+use xmemo_core::package::batch;
+use xmemo_server::service::{
+    BatchImported, BatchItem, BatchSummary, ImportOutcome, Imported, ItemRevision,
+};
 
 /// How a text the server's diff budget did not reach is shown.
 const NOT_COMPARED: &str = "not compared (the diff's time budget ran out first)";
@@ -24,7 +31,24 @@ use xmemo_server::service::SkillDiff;
 
 #[derive(Subcommand, Debug)]
 pub enum PackageCommand {
-    /// Import a skill from a .zip, a SKILL.md, a skill directory, or a GitHub / ClawHub URL
+    /// Import skills from a .zip, a SKILL.md, a directory, or a GitHub / ClawHub URL
+    ///
+    /// A directory that holds SKILL.md is one skill. Any other directory is searched for
+    /// skill folders (folders holding a SKILL.md, in any case; one inside another belongs to
+    /// it), and each is imported as its own skill, one request each: its slug is its
+    /// folder's name, and when several folders ask for the same one, each gets its parent
+    /// folders in front (`alice/weather` → `alice-weather`), then `-2`, `-3`. A progress bar
+    /// shows on a terminal (not with --json); a table of imported / unchanged / duplicate /
+    /// repaired / refused (by reason) ends the run. Running it again writes nothing new.
+    /// At most 10,000 skill folders and 1 GiB per run, checked before anything is sent.
+    ///
+    /// Files that needed a repair to be read (no frontmatter, YAML that strict parsers
+    /// refuse, a missing name or description…) are imported with warnings saying what was
+    /// done; content another skill of the workspace already has is reported as a duplicate
+    /// and written only with --allow-duplicates.
+    ///
+    /// Exit status: 0 when nothing was refused, 3 when some skills were refused (the others
+    /// are imported), 1 when the command failed.
     Import(ImportArgs),
     /// Download a revision as a Source Capsule ZIP (lossless, deterministic)
     Export(ExportArgs),
@@ -49,6 +73,10 @@ pub struct ImportArgs {
     /// Refuse with CONFLICT unless this is still the skill's latest revision
     #[arg(long)]
     pub expected_revision: Option<String>,
+    /// Also write content that another skill of the workspace already has (else reported
+    /// as a duplicate, `same_content_as`, and not written)
+    #[arg(long)]
+    pub allow_duplicates: bool,
     #[command(flatten)]
     pub conn: Conn,
 }
@@ -111,8 +139,35 @@ pub async fn run(cmd: PackageCommand) -> anyhow::Result<()> {
         PackageCommand::Export(a) => export(a).await,
         PackageCommand::Diff(a) => diff(a).await,
     };
+    // Refusals inside an import were printed with its result; only the exit status is left.
+    if let Err(e) = &result
+        && e.is::<SomeRefused>()
+    {
+        return result;
+    }
     print_failure_as_json(json, result)
 }
+
+/// An import that went through but refused some of its skills: exit status 3.
+#[derive(Debug)]
+pub struct SomeRefused(pub usize);
+
+impl SomeRefused {
+    pub const EXIT_STATUS: u8 = 3;
+}
+
+impl fmt::Display for SomeRefused {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} skill{} refused (the others were imported)",
+            self.0,
+            if self.0 == 1 { " was" } else { "s were" }
+        )
+    }
+}
+
+impl std::error::Error for SomeRefused {}
 
 // ---------------------------------------------------------------------------------------
 // import
@@ -121,6 +176,7 @@ pub async fn run(cmd: PackageCommand) -> anyhow::Result<()> {
 async fn import(a: ImportArgs) -> anyhow::Result<()> {
     let api = Api::new(&a.conn)?;
     let intent = a.publish.then_some("publish");
+    let duplicates = a.allow_duplicates.then_some("true");
     let source = a.source.trim();
     let value = if source.starts_with("https://") || source.starts_with("http://") {
         let url = api.url(&["imports"], &[])?;
@@ -130,10 +186,16 @@ async fn import(a: ImportArgs) -> anyhow::Result<()> {
             "slug": a.slug,
             "intent": intent,
             "expected_revision_id": a.expected_revision,
+            "allow_duplicates": a.allow_duplicates,
         });
         api.send(Method::POST, url, Some(&body)).await?
     } else {
         let path = Path::new(source);
+        if path.is_dir()
+            && let Some(folders) = skill_folders_below(path)?
+        {
+            return import_directory(&api, &a, path, folders).await;
+        }
         let (content_type, bytes, file_name) = package_bytes(path)?;
         let url = api.url(
             &["imports"],
@@ -143,45 +205,289 @@ async fn import(a: ImportArgs) -> anyhow::Result<()> {
                 ("intent", intent),
                 ("expected_revision_id", a.expected_revision.as_deref()),
                 ("filename", file_name.as_deref()),
+                ("allow_duplicates", duplicates),
             ],
         )?;
         api.send_bytes(Method::POST, url, content_type, bytes)
             .await?
     };
+    if value["kind"] == "imported_batch" {
+        let batch: BatchImported = decode(value["data"].clone(), "import result")?;
+        return finish_batch(a.conn.json, &value, &batch);
+    }
     print_result(a.conn.json, value, |value| {
-        print_imported(&value["data"]);
+        let imported: Imported = decode(value["data"].clone(), "import result")?;
+        print_imported(&imported);
         Ok(())
     })
 }
 
-fn print_imported(data: &Value) {
-    let text = |k: &str| data[k].as_str().unwrap_or("?").to_string();
-    if data["created"].as_bool().unwrap_or(false) {
-        println!(
-            "imported {} revision {} ({}) into {}",
-            text("slug"),
-            data["revision_number"],
-            text("status"),
-            text("workspace")
-        );
-    } else {
-        println!(
-            "unchanged: {} revision {} ({}) in {} already holds this content",
-            text("slug"),
-            data["revision_number"],
-            text("status"),
-            text("workspace")
-        );
+/// The skill folders of a directory, and every file under it with its size.
+type Below = (Vec<String>, Vec<(String, u64)>);
+
+/// The skill folders under `dir` when it is not a skill folder itself (`None`: import it
+/// as one skill, as before).
+fn skill_folders_below(dir: &Path) -> anyhow::Result<Option<Below>> {
+    let listing = skilldir::listing(dir)?;
+    let folders = batch::skill_folders(listing.iter().map(|(p, _)| p.as_str()));
+    if folders.is_empty() || folders.iter().any(String::is_empty) {
+        return Ok(None);
     }
-    println!("revision    {}", text("revision_id"));
-    println!("hash        {}", text("canonical_hash"));
-    println!("components  {}", data["components"]);
-    println!("source      {}", describe_source(&data["source"]));
-    if data["status"] == "draft" {
+    Ok(Some((folders, listing)))
+}
+
+/// `xmemo import DIR` of a directory of skill folders: each folder zipped and sent as its
+/// own import, in folder order, with the slug the plan gives it. The server judges each
+/// one; refusals (VALIDATION_ERROR, PAYLOAD_TOO_LARGE, CONFLICT) are recorded and the run
+/// goes on, anything else (the server down, the key refused, no such workspace) stops it.
+async fn import_directory(
+    api: &Api,
+    a: &ImportArgs,
+    dir: &Path,
+    (folders, listing): Below,
+) -> anyhow::Result<()> {
+    for (flag, given) in [
+        ("--slug", a.slug.is_some()),
+        ("--expected-revision", a.expected_revision.is_some()),
+    ] {
+        if given {
+            return Err(fail(Failure::input(format!(
+                "{flag} is for one skill, and `{}` holds {} skill folders (their slugs come \
+                 from their folders)",
+                dir.display(),
+                folders.len()
+            ))));
+        }
+    }
+    let inside = |path: &str| {
+        folders
+            .iter()
+            .any(|f| path.starts_with(f.as_str()) && path.as_bytes().get(f.len()) == Some(&b'/'))
+    };
+    let bytes: u64 = listing
+        .iter()
+        .filter(|(p, _)| inside(p))
+        .map(|(_, n)| n)
+        .sum();
+    let ignored_files = listing.iter().filter(|(p, _)| !inside(p)).count();
+    if folders.len() > batch::MAX_SKILLS_PER_DIRECTORY || bytes > batch::MAX_DIRECTORY_BYTES {
+        return Err(fail(Failure::local(
+            "PAYLOAD_TOO_LARGE",
+            format!(
+                "`{}` holds {} skill folders and {bytes} bytes; one run imports at most {} \
+                 and {} bytes: import its subfolders one at a time",
+                dir.display(),
+                folders.len(),
+                batch::MAX_SKILLS_PER_DIRECTORY,
+                batch::MAX_DIRECTORY_BYTES
+            ),
+        )));
+    }
+    let plan = batch::plan_slugs(&folders);
+    let progress = if a.conn.json || !std::io::stderr().is_terminal() {
+        indicatif::ProgressBar::hidden()
+    } else {
+        indicatif::ProgressBar::new(plan.len() as u64)
+    };
+    if let Ok(style) =
+        indicatif::ProgressStyle::with_template("{bar:32} {pos}/{len} skills  {wide_msg}")
+    {
+        progress.set_style(style);
+    }
+    let intent = a.publish.then_some("publish");
+    let duplicates = a.allow_duplicates.then_some("true");
+    let mut results = Vec::with_capacity(plan.len());
+    let mut workspace = a.workspace.clone().unwrap_or_else(|| "personal".into());
+    for item in plan {
+        progress.set_message(item.folder.clone());
+        let file_name = format!("{}/", item.folder);
+        let sent = match skilldir::zip(&dir.join(&item.folder)) {
+            Ok(zipped) => {
+                let url = api.url(
+                    &["imports"],
+                    &[
+                        ("workspace", a.workspace.as_deref()),
+                        ("slug", Some(item.slug.as_str())),
+                        ("intent", intent),
+                        ("filename", Some(file_name.as_str())),
+                        ("allow_duplicates", duplicates),
+                    ],
+                )?;
+                api.send_bytes(Method::POST, url, "application/zip", zipped.bytes)
+                    .await
+            }
+            Err(e) => Err(e),
+        };
+        let mut warnings: Vec<_> = item.note.into_iter().collect();
+        results.push(match sent {
+            Ok(value) => {
+                let imported: Imported = decode(value["data"].clone(), "import result")?;
+                workspace = imported.saved.workspace.clone();
+                warnings.extend(imported.warnings);
+                BatchItem {
+                    path: item.folder,
+                    slug: item.slug,
+                    outcome: imported.outcome,
+                    warnings,
+                    same_content_as: imported.same_content_as,
+                    revision: Some(ItemRevision {
+                        skill_id: imported.saved.skill_id,
+                        revision_id: imported.saved.revision_id,
+                        revision_number: imported.saved.revision_number,
+                        status: imported.saved.status,
+                        canonical_hash: imported.saved.canonical_hash,
+                        components: imported.components,
+                    }),
+                    error: None,
+                }
+            }
+            Err(e) => {
+                let code = e.downcast_ref::<Failure>().map(|f| f.code().to_string());
+                if !matches!(
+                    code.as_deref(),
+                    Some("VALIDATION_ERROR" | "PAYLOAD_TOO_LARGE" | "CONFLICT")
+                ) {
+                    progress.finish_and_clear();
+                    return Err(e);
+                }
+                BatchItem {
+                    path: item.folder,
+                    slug: item.slug,
+                    outcome: ImportOutcome::Refused,
+                    warnings,
+                    same_content_as: None,
+                    revision: None,
+                    error: Some(Failure::json_of(&e)["error"].clone()),
+                }
+            }
+        });
+        progress.inc(1);
+    }
+    progress.finish_and_clear();
+    let batch = BatchImported {
+        workspace,
+        summary: BatchSummary::of(&results),
+        results,
+        ignored_files,
+        source: json!({ "kind": "directory", "path": dir.display().to_string() }),
+    };
+    let value = json!({ "kind": "imported_batch", "data": batch });
+    finish_batch(a.conn.json, &value, &batch)
+}
+
+/// Prints a multi-skill result (JSON as is, or the table) and sets the exit status.
+fn finish_batch(json: bool, value: &Value, batch: &BatchImported) -> anyhow::Result<()> {
+    if json {
+        print_json(value);
+    } else {
+        print!("{}", render_batch(batch));
+    }
+    match batch.summary.refused {
+        0 => Ok(()),
+        n => Err(SomeRefused(n).into()),
+    }
+}
+
+/// The table ending a multi-skill import: counts, refusals by reason, repairs by kind, then
+/// one line per skill that was refused, is a duplicate, or was repaired.
+pub fn render_batch(batch: &BatchImported) -> String {
+    let s = &batch.summary;
+    let mut out = format!("{} skill folders into {}\n", s.skills, batch.workspace);
+    for (label, n) in [
+        ("imported", s.imported),
+        ("unchanged", s.unchanged),
+        ("duplicates", s.duplicates),
+        ("repaired", s.repaired),
+        ("refused", s.refused),
+    ] {
+        out.push_str(&format!("  {label:<12}{n:>6}\n"));
+    }
+    if !s.refused_by_reason.is_empty() {
+        out.push_str("refused by reason\n");
+        for (reason, n) in &s.refused_by_reason {
+            out.push_str(&format!("  {reason:<28}{n:>6}\n"));
+        }
+    }
+    if !s.repairs_by_kind.is_empty() {
+        out.push_str("repairs by kind (skills)\n");
+        for (kind, n) in &s.repairs_by_kind {
+            out.push_str(&format!("  {kind:<28}{n:>6}\n"));
+        }
+    }
+    if batch.ignored_files > 0 {
+        out.push_str(&format!(
+            "{} files outside any skill folder were not read\n",
+            batch.ignored_files
+        ));
+    }
+    for item in &batch.results {
+        let line = match item.outcome {
+            ImportOutcome::Refused => {
+                let error = item.error.as_ref();
+                let code = error.and_then(|e| e["code"].as_str()).unwrap_or("?");
+                let message = error.and_then(|e| e["message"].as_str()).unwrap_or("");
+                format!("refused    {}: {code}: {message}", item.path)
+            }
+            ImportOutcome::Duplicate => format!(
+                "duplicate  {} → same content as `{}`, not written (--allow-duplicates writes it)",
+                item.path,
+                item.same_content_as.as_deref().unwrap_or("?")
+            ),
+            _ if item.warnings.is_empty() => continue,
+            _ => format!(
+                "{:<10} {} as `{}`",
+                item.outcome.as_str(),
+                item.path,
+                item.slug
+            ),
+        };
+        out.push_str(&line);
+        out.push('\n');
+        for w in &item.warnings {
+            out.push_str(&format!("    warning {w}\n"));
+        }
+    }
+    out
+}
+
+fn print_imported(imported: &Imported) {
+    let data = &imported.saved;
+    match imported.outcome {
+        ImportOutcome::Created => println!(
+            "imported {} revision {} ({}) into {}",
+            data.slug, data.revision_number, data.status, data.workspace
+        ),
+        ImportOutcome::Duplicate => println!(
+            "duplicate: `{}` in {} already holds this content (revision {}); nothing written \
+             (--allow-duplicates writes it as `{}`)",
+            imported.same_content_as.as_deref().unwrap_or("?"),
+            data.workspace,
+            data.revision_number,
+            data.slug
+        ),
+        _ => println!(
+            "unchanged: {} revision {} ({}) in {} already holds this content",
+            data.slug, data.revision_number, data.status, data.workspace
+        ),
+    }
+    println!("revision    {}", data.revision_id);
+    println!("hash        {}", data.canonical_hash);
+    println!("components  {}", imported.components);
+    println!("source      {}", describe_source(&imported.source));
+    if let Some(other) = &imported.same_content_as
+        && imported.outcome != ImportOutcome::Duplicate
+    {
+        println!("same content as `{other}`");
+    }
+    for w in &imported.warnings {
+        println!("warning     {w}");
+    }
+    if data.status == xmemo_core::RevisionStatus::Draft
+        && imported.outcome != ImportOutcome::Duplicate
+    {
         println!(
             "publish it: xmemo publish {} {}",
-            text("slug"),
-            text("revision_id")
+            data.slug, data.revision_id
         );
     }
 }

@@ -59,6 +59,20 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .with_execution_caps(limits.executions)
         .with_auth_throttle(limits.auth_throttle)
         .with_oauth_config(settings.oauth.clone());
+    let service = match xmemo_embed::open(&settings.semantic.spec)
+        .await
+        .map_err(|e| anyhow::anyhow!("the semantic lane cannot start: {e}"))?
+    {
+        Some(embedder) => {
+            tracing::info!(
+                model = embedder.model_id(),
+                dimensions = embedder.dimensions(),
+                "semantic recall lane on"
+            );
+            service.with_semantic_lane(embedder, settings.semantic.text_weight)
+        }
+        None => service,
+    };
     if let Some(path) = bootstrap_admin(&service, &settings.data_dir)
         .await
         .map_err(|e| anyhow::anyhow!("first-start bootstrap failed: {e}"))?
@@ -74,6 +88,13 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             password.display()
         );
     }
+    // Several nodes on one database share the work: each names itself, the lease decides.
+    let worker_name = format!(
+        "{}:{}",
+        std::env::var("HOSTNAME").unwrap_or_else(|_| "node".into()),
+        std::process::id()
+    );
+    let _embedding_worker = service.start_embedding_worker(worker_name);
     let listener = tokio::net::TcpListener::bind(&settings.listen)
         .await
         .with_context(|| format!("cannot listen on {}", settings.listen))?;

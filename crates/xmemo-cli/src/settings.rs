@@ -39,6 +39,33 @@ pub struct ServeArgs {
     /// or a client name); other clients get ordinary-full
     #[arg(long, env = "XMEMO_OAUTH_CLIENT_PROFILES", value_delimiter = ',')]
     pub oauth_client_profiles: Vec<String>,
+    #[command(flatten)]
+    pub semantic: SemanticArgs,
+}
+
+/// The semantic recall lane (docs/decisions.md, "Semantic recall"); off unless a model is
+/// named.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct SemanticArgs {
+    /// A local model folder (sentence-transformers BERT family, or model2vec), or with
+    /// --embeddings-url the model name the endpoint serves
+    #[arg(long, env = "XMEMO_EMBEDDING_MODEL")]
+    pub embedding_model: Option<String>,
+    /// An OpenAI-compatible embeddings endpoint (e.g. http://127.0.0.1:11434/v1 for Ollama);
+    /// its key in XMEMO_EMBEDDINGS_API_KEY
+    #[arg(long, env = "XMEMO_EMBEDDINGS_URL")]
+    pub embeddings_url: Option<String>,
+    /// Weight of full text in the fused ranking, 0 to 1 (the semantic lane has the rest)
+    /// [default: 0.5]
+    #[arg(long, env = "XMEMO_EMBEDDING_TEXT_WEIGHT")]
+    pub embedding_text_weight: Option<f64>,
+}
+
+/// The resolved [`SemanticArgs`].
+#[derive(Debug, Clone, Default)]
+pub struct Semantic {
+    pub spec: xmemo_embed::EmbedderSpec,
+    pub text_weight: f64,
 }
 
 /// Connection timeouts and caps, execution caps, authentication throttling (README
@@ -144,6 +171,9 @@ struct FileSettings {
     trusted_proxies: Option<Vec<String>>,
     /// `[oauth_client_profiles]`: client id or name → MCP client profile.
     oauth_client_profiles: Option<std::collections::BTreeMap<String, String>>,
+    embedding_model: Option<String>,
+    embeddings_url: Option<String>,
+    embedding_text_weight: Option<f64>,
 }
 
 /// Settings after every source is applied.
@@ -157,6 +187,7 @@ pub struct Settings {
     pub fetch: xmemo_server::fetch::FetchConfig,
     pub limits: Limits,
     pub oauth: xmemo_server::service::oauth::OAuthConfig,
+    pub semantic: Semantic,
 }
 
 /// The resolved [`LimitsArgs`].
@@ -201,6 +232,7 @@ pub fn resolve(args: &ServeArgs) -> anyhow::Result<Settings> {
         .map_err(|e| anyhow::anyhow!("invalid [fetch] settings: {e}"))?;
     let limits = resolve_limits(&args.limits, &file)?;
     let oauth = resolve_oauth(&args.oauth_client_profiles, &file)?;
+    let semantic = resolve_semantic(&args.semantic, &file)?;
     Ok(Settings {
         listen: args
             .listen
@@ -215,6 +247,33 @@ pub fn resolve(args: &ServeArgs) -> anyhow::Result<Settings> {
         fetch,
         limits,
         oauth,
+        semantic,
+    })
+}
+
+/// Flag / environment (clap) > file > default, per value.
+fn resolve_semantic(args: &SemanticArgs, file: &FileSettings) -> anyhow::Result<Semantic> {
+    let text_weight = args
+        .embedding_text_weight
+        .or(file.embedding_text_weight)
+        .unwrap_or(xmemo_server::service::semantic::DEFAULT_TEXT_WEIGHT);
+    if !(0.0..=1.0).contains(&text_weight) {
+        anyhow::bail!("--embedding-text-weight must be between 0 and 1, not {text_weight}");
+    }
+    Ok(Semantic {
+        spec: xmemo_embed::EmbedderSpec {
+            model: args
+                .embedding_model
+                .clone()
+                .or_else(|| file.embedding_model.clone()),
+            url: args
+                .embeddings_url
+                .clone()
+                .or_else(|| file.embeddings_url.clone()),
+            api_key: env("XMEMO_EMBEDDINGS_API_KEY"),
+            timeout: None,
+        },
+        text_weight,
     })
 }
 
@@ -370,6 +429,12 @@ fn resolve_db(args: &DbArgs, file: &FileSettings) -> (PathBuf, Option<String>) {
 }
 
 /// Data directory and database URL for operator commands.
+/// The semantic lane's settings for an operator command (`xmemo admin doctor`).
+pub fn resolve_semantic_only(db: &DbArgs, args: &SemanticArgs) -> anyhow::Result<Semantic> {
+    let file = load_file(db.config.as_deref())?;
+    resolve_semantic(args, &file)
+}
+
 pub fn resolve_db_only(args: &DbArgs) -> anyhow::Result<(PathBuf, Option<String>)> {
     let file = load_file(args.config.as_deref())?;
     Ok(resolve_db(args, &file))

@@ -361,3 +361,171 @@ fn import_and_save_dir_give_the_same_revision() {
     assert_eq!(renamed["data"]["created"], true);
     assert_ne!(renamed["data"]["canonical_hash"], hash.as_str());
 }
+
+/// Acceptance (#24): the whole ClawHub corpus folder (`tests/corpus/clawhub`, 1,635
+/// SKILL.md files) in one `xmemo import DIR`. Each skill folder gets its own result; the
+/// summary's counts are those of the results; at least 99% import (written or found
+/// already there under another slug); every refusal is a SPEC hard limit; the exit status
+/// says something was refused; and a second run writes nothing.
+#[test]
+fn the_clawhub_corpus_imports_in_one_command_and_a_second_run_writes_nothing() {
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/corpus/clawhub");
+    assert!(
+        corpus.join("skills").is_dir(),
+        "the ClawHub corpus is missing at {} (it ships with the repository)",
+        corpus.display()
+    );
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let data = tmp.path().join("data");
+    let server = Server::start(&data);
+    let key = std::fs::read_to_string(data.join("admin.key")).expect("admin.key");
+    let client = Client {
+        url: server.url.clone(),
+        key: key.trim().to_string(),
+        cwd: tmp.path().to_path_buf(),
+    };
+    let corpus_arg = corpus.display().to_string();
+
+    let run = client.run(&["import", &corpus_arg, "--json"]);
+    assert_eq!(
+        run.code,
+        Some(3),
+        "some corpus files are over a hard limit:\n{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("refused"), "{}", run.stderr);
+    let value: Value = serde_json::from_str(&run.stdout).expect("one JSON document");
+    assert_eq!(value["kind"], "imported_batch");
+    let data = &value["data"];
+    let results = data["results"].as_array().unwrap();
+    // Every outermost folder holding a SKILL.md (any case) is one result, in folder order.
+    let mut folders = Vec::new();
+    collect_skill_folders(&corpus, &corpus, &mut folders);
+    folders.sort();
+    let paths: Vec<&str> = results
+        .iter()
+        .map(|r| r["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, folders);
+    assert!(folders.len() >= 1_400, "{} skill folders", folders.len());
+
+    // The summary is the count of the per-skill results.
+    let count = |outcome: &str| results.iter().filter(|r| r["outcome"] == outcome).count();
+    let mut by_reason = std::collections::BTreeMap::<String, usize>::new();
+    let mut by_kind = std::collections::BTreeMap::<String, usize>::new();
+    let mut repaired = 0;
+    for r in results {
+        if r["outcome"] == "refused" {
+            let e = &r["error"];
+            *by_reason
+                .entry(e["details"]["reason"].as_str().unwrap().to_string())
+                .or_default() += 1;
+            // a SPEC hard limit, named: instructions empty or over 64 KiB, control characters
+            let field = e["details"]["field"].as_str().unwrap_or_default();
+            let message = e["message"].as_str().unwrap_or_default();
+            let hard = message.contains("control character")
+                || (field == "instruction_body"
+                    && (message.contains("must not be empty") || e["details"]["limit"] == 65_536));
+            assert!(hard, "not a hard limit: {r}");
+            continue;
+        }
+        let mut kinds: Vec<&str> = r["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w["kind"].as_str().unwrap())
+            .filter(|k| *k != "slug_collision")
+            .collect();
+        kinds.sort();
+        kinds.dedup();
+        repaired += usize::from(!kinds.is_empty());
+        for k in kinds {
+            *by_kind.entry(k.to_string()).or_default() += 1;
+        }
+    }
+    let summary = &data["summary"];
+    assert_eq!(summary["skills"], results.len());
+    assert_eq!(summary["imported"], count("created"));
+    assert_eq!(summary["unchanged"], count("unchanged"));
+    assert_eq!(summary["duplicates"], count("duplicate"));
+    assert_eq!(summary["refused"], count("refused"));
+    assert_eq!(summary["repaired"], repaired);
+    assert_eq!(summary["refused_by_reason"], serde_json::json!(by_reason));
+    assert_eq!(summary["repairs_by_kind"], serde_json::json!(by_kind));
+    assert_eq!(count("unchanged"), 0, "a fresh server");
+    let accepted = count("created") + count("duplicate");
+    assert!(
+        accepted * 100 >= results.len() * 99,
+        "{accepted} of {} skill folders imported",
+        results.len()
+    );
+    // The registry's byte-identical copies are named, and point at a skill of this run.
+    assert!(count("duplicate") > 0);
+    for r in results.iter().filter(|r| r["outcome"] == "duplicate") {
+        let other = r["same_content_as"].as_str().unwrap();
+        assert!(
+            results
+                .iter()
+                .any(|o| o["slug"] == other && o["outcome"] == "created"),
+            "{r}"
+        );
+    }
+    // Slugs are unique, and collisions are explained.
+    let mut slugs: Vec<&str> = results
+        .iter()
+        .map(|r| r["slug"].as_str().unwrap())
+        .collect();
+    slugs.sort();
+    let before = slugs.len();
+    slugs.dedup();
+    assert_eq!(slugs.len(), before, "two folders got the same slug");
+    println!(
+        "ClawHub corpus through `xmemo import DIR`: {}",
+        serde_json::to_string_pretty(summary).unwrap()
+    );
+
+    // A second run, as text: nothing new is written.
+    let again = client.run(&["import", &corpus_arg]);
+    assert_eq!(again.code, Some(3), "{}", again.stderr);
+    let number = |label: &str| -> usize {
+        again
+            .stdout
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("  {label}")))
+            .and_then(|rest| rest.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no `{label}` line in:\n{}", again.stdout))
+    };
+    assert_eq!(number("imported"), 0, "the second run wrote");
+    assert_eq!(number("unchanged"), count("created"));
+    assert_eq!(number("duplicates"), count("duplicate"));
+    assert_eq!(number("refused"), count("refused"));
+    assert!(
+        again.stdout.contains("refused by reason"),
+        "{}",
+        again.stdout
+    );
+}
+
+/// The outermost folders under `root` holding a file named SKILL.md in any case, relative
+/// to `root` (written out here, not taken from the code under test).
+fn collect_skill_folders(root: &Path, dir: &Path, out: &mut Vec<String>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    entries.sort();
+    let holds = entries.iter().any(|p| {
+        p.is_file()
+            && p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.eq_ignore_ascii_case("SKILL.md"))
+    });
+    if holds && dir != root {
+        let rel = dir.strip_prefix(root).unwrap();
+        out.push(rel.to_str().unwrap().replace('\\', "/"));
+        return;
+    }
+    for p in entries.iter().filter(|p| p.is_dir()) {
+        collect_skill_folders(root, p, out);
+    }
+}

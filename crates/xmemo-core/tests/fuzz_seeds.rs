@@ -76,3 +76,31 @@ fn decode_file_list(mut data: &[u8]) -> Vec<xmemo_core::package::PackageFile> {
     }
     out
 }
+
+/// The ClawHub corpus as seeds, bounded: the SKILL.md files that need a repair or are
+/// refused (the lenient readers' real inputs; the ~1,470 clean ones add nothing the
+/// anthropics packages do not) for `skill_md`, and the corpus's paths for `skill_folders`.
+#[test]
+fn clawhub_seeds_are_the_files_that_need_a_repair() {
+    let files = clawhub_files();
+    let mut seeded = 0;
+    let mut paths = String::new();
+    for f in &files {
+        paths.push_str(&format!("skills/{}/{}\n", f.folder, f.file_name));
+        let package = read_files(vec![xmemo_core::package::PackageFile::new(
+            format!("{}/{}", f.name, f.file_name),
+            f.bytes.clone(),
+        )]);
+        if package.is_ok_and(|p| p.repairs.is_empty()) {
+            continue;
+        }
+        seed("skill_md", &f.bytes);
+        seeded += 1;
+    }
+    seed("skill_folders", paths.as_bytes());
+    // Bounded: libFuzzer reads every seed at start, so this must stay a few hundred files.
+    assert!(
+        (100..=400).contains(&seeded),
+        "{seeded} ClawHub seeds for skill_md"
+    );
+}

@@ -330,10 +330,15 @@ fn single_skill_md_import() {
     assert_eq!(p.content.name, "Demo Skill");
     assert_eq!(p.content.instruction_body, "Body\r\n");
     assert_eq!(p.suggested_slug().as_deref(), Some("demo-skill"));
-    // name longer than 128 characters
+    // name longer than 128 characters: cut, and reported (#24)
     let long = format!("---\nname: {}\ndescription: d\n---\nbody", "n".repeat(129));
-    let e = read_skill_md(long.as_bytes()).unwrap_err();
-    assert_eq!((e.field().as_str(), e.limit()), ("name", Some(128)));
+    let p = read_skill_md(long.as_bytes()).unwrap();
+    assert_eq!(p.content.name.chars().count(), 128);
+    assert_eq!(p.repairs.len(), 1);
+    assert_eq!(
+        (p.repairs[0].kind.as_str(), p.repairs[0].field.as_str()),
+        ("name_cut", "name")
+    );
 }
 
 #[test]

@@ -86,7 +86,9 @@ impl EmbedderSpec {
 pub async fn open(spec: &EmbedderSpec) -> EmbedResult<Option<Arc<dyn Embedder>>> {
     match (&spec.url, &spec.model) {
         (Some(url), model) => {
-            let model = model.clone().unwrap_or_else(|| "text-embedding-3-small".into());
+            let model = model
+                .clone()
+                .unwrap_or_else(|| "text-embedding-3-small".into());
             let remote = remote::OpenAiEmbeddings::connect(
                 url,
                 &model,
@@ -133,7 +135,12 @@ mod tests {
 
     #[tokio::test]
     async fn no_spec_no_embedder() {
-        assert!(open(&EmbedderSpec::default()).await.expect("open").is_none());
+        assert!(
+            open(&EmbedderSpec::default())
+                .await
+                .expect("open")
+                .is_none()
+        );
         assert!(!EmbedderSpec::default().is_set());
     }
 }

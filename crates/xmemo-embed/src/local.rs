@@ -134,10 +134,10 @@ impl SentenceTransformer {
             .map_err(|e| model_error(&config_path, format!("not a BERT-family config: {e}")))?;
         let dims = config["hidden_size"]
             .as_u64()
-            .ok_or_else(|| model_error(&config_path, "no hidden_size"))? as usize;
+            .ok_or_else(|| model_error(&config_path, "no hidden_size"))?
+            as usize;
         let vb = VarBuilder::from_tensors(tensors, DType::F32, &Device::Cpu);
-        let model =
-            BertModel::load(vb, &bert).map_err(|e| model_error(folder, e.to_string()))?;
+        let model = BertModel::load(vb, &bert).map_err(|e| model_error(folder, e.to_string()))?;
         let pooling = read_json(&folder.join("1_Pooling").join("config.json")).ok();
         let mean_pooling = pooling
             .as_ref()
@@ -203,7 +203,10 @@ impl Encoder {
                     .to_dtype(DType::F32)
                     .and_then(|m| m.unsqueeze(2))
                     .map_err(compute)?;
-                let summed = hidden.broadcast_mul(&m).and_then(|x| x.sum(1)).map_err(compute)?;
+                let summed = hidden
+                    .broadcast_mul(&m)
+                    .and_then(|x| x.sum(1))
+                    .map_err(compute)?;
                 let counts = m.sum(1).map_err(compute)?;
                 summed.broadcast_div(&counts).map_err(compute)?
             } else {

@@ -110,7 +110,12 @@ impl OpenAiEmbeddings {
                 let index = item["index"].as_u64().map_or(i, |n| n as usize);
                 let vector: Vec<f32> = item["embedding"]
                     .as_array()
-                    .map(|a| a.iter().filter_map(Value::as_f64).map(|x| x as f32).collect())
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(Value::as_f64)
+                            .map(|x| x as f32)
+                            .collect()
+                    })
                     .unwrap_or_default();
                 (index, vector)
             })
@@ -188,7 +193,10 @@ mod tests {
 
     #[test]
     fn the_space_is_named_by_host_and_model_only() {
-        assert_eq!(host_of("http://user:pw@127.0.0.1:11434/v1/embeddings"), "127.0.0.1:11434");
+        assert_eq!(
+            host_of("http://user:pw@127.0.0.1:11434/v1/embeddings"),
+            "127.0.0.1:11434"
+        );
         assert_eq!(host_of("https://api.openai.com/v1"), "api.openai.com");
     }
 }

@@ -38,9 +38,16 @@ async fn a_sentence_transformer_folder_embeds_meaning() {
         model: Some(folder.display().to_string()),
         ..EmbedderSpec::default()
     };
-    let model = xmemo_embed::open(&spec).await.expect("open").expect("a model");
+    let model = xmemo_embed::open(&spec)
+        .await
+        .expect("open")
+        .expect("a model");
     assert_eq!(model.dimensions(), 384);
-    assert!(model.model_id().starts_with("local/all-minilm-l6-v2/"), "{}", model.model_id());
+    assert!(
+        model.model_id().starts_with("local/all-minilm-l6-v2/"),
+        "{}",
+        model.model_id()
+    );
     let texts: Vec<String> = [
         "How do I ship the billing service to production?",
         "Steps to release the invoicing app to the live servers",
@@ -59,11 +66,17 @@ async fn a_sentence_transformer_folder_embeds_meaning() {
     let (near, far) = (dot(&v[0], &v[1]), dot(&v[0], &v[2]));
     assert!(near > far + 0.2, "paraphrase {near}, unrelated {far}");
     // One text alone gives the vector it got in a batch (padding changes nothing).
-    let alone = model.embed(&texts[..1], Purpose::Query).await.expect("embed");
+    let alone = model
+        .embed(&texts[..1], Purpose::Query)
+        .await
+        .expect("embed");
     assert!(dot(&alone[0], &v[0]) > 0.9999);
     // Chinese text is embedded too (the vocabulary has the characters).
     let zh = model
-        .embed(&["部署前必须先在预发布环境运行冒烟测试".to_string()], Purpose::Document)
+        .embed(
+            &["部署前必须先在预发布环境运行冒烟测试".to_string()],
+            Purpose::Document,
+        )
         .await
         .expect("embed");
     assert!((dot(&zh[0], &zh[0]) - 1.0).abs() < 1e-4);
@@ -74,7 +87,11 @@ async fn a_model2vec_folder_averages_its_token_rows() {
     let Some(folder) = model_folder() else { return };
     // A static model of 4 dimensions over the MiniLM vocabulary: row i holds (i, 1, 0, 0).
     let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::copy(folder.join("tokenizer.json"), dir.path().join("tokenizer.json")).expect("copy");
+    std::fs::copy(
+        folder.join("tokenizer.json"),
+        dir.path().join("tokenizer.json"),
+    )
+    .expect("copy");
     std::fs::write(
         dir.path().join("config.json"),
         r#"{"model_type": "model2vec", "normalize": true}"#,
@@ -86,8 +103,8 @@ async fn a_model2vec_folder_averages_its_token_rows() {
         rows[i * 4] = i as f32;
         rows[i * 4 + 1] = 1.0;
     }
-    let tensor = candle_core::Tensor::from_vec(rows, (vocab, 4), &candle_core::Device::Cpu)
-        .expect("tensor");
+    let tensor =
+        candle_core::Tensor::from_vec(rows, (vocab, 4), &candle_core::Device::Cpu).expect("tensor");
     candle_core::safetensors::save(
         &std::collections::HashMap::from([("embeddings".to_string(), tensor)]),
         dir.path().join("model.safetensors"),
@@ -97,10 +114,16 @@ async fn a_model2vec_folder_averages_its_token_rows() {
         model: Some(dir.path().display().to_string()),
         ..EmbedderSpec::default()
     };
-    let model = xmemo_embed::open(&spec).await.expect("open").expect("a model");
+    let model = xmemo_embed::open(&spec)
+        .await
+        .expect("open")
+        .expect("a model");
     assert_eq!(model.dimensions(), 4);
     let v = model
-        .embed(&["hello".to_string(), "hello hello".to_string()], Purpose::Query)
+        .embed(
+            &["hello".to_string(), "hello hello".to_string()],
+            Purpose::Query,
+        )
         .await
         .expect("embed");
     // One token and the same token twice: the same mean, scaled to unit length.

@@ -86,11 +86,14 @@ async fn readyz(State(state): State<AppState>) -> Response {
             "bwrap_version": s.bwrap_version,
         })
     });
+    // Reported, not required: without the semantic lane recall answers by full text.
+    let semantic = state.service.semantic_status();
     match store.ping().await {
         Ok(()) => Json(json!({
             "status": "ready",
             "database": store.backend(),
             "sandbox": sandbox,
+            "semantic": semantic,
             "version": state.info.version,
         }))
         .into_response(),

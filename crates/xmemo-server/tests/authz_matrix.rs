@@ -385,9 +385,15 @@ fn rest_rows() -> Vec<RestRow> {
             move |_, w| Req {
                 method: Method::POST,
                 url: format!("/api/v1/imports?workspace=acme&slug=imp-{}", t(w)),
+                // Each caller's own content: the same content under another slug of the
+                // workspace would be a duplicate (#24), which writes nothing.
                 body: Body::Raw(
                     "text/markdown",
-                    b"---\nname: Imported\ndescription: An imported skill\n---\nDo it.\n".to_vec(),
+                    format!(
+                        "---\nname: Imported\ndescription: An imported skill\n---\nDo it ({}).\n",
+                        t(w)
+                    )
+                    .into_bytes(),
                 ),
             },
         ),

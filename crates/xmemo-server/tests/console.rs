@@ -505,3 +505,108 @@ async fn a_skill_page_shows_only_its_own_proposals() {
         "another team's proposal for the same slug is not"
     );
 }
+
+/// #24: an import that needed repairs shows them before anything else; a ZIP of several
+/// skill folders shows one row per folder and the counts; a clean import goes to its page.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_imports_show_their_warnings_and_each_skill_of_a_batch() {
+    use std::io::Write;
+    let s = TestServer::start().await;
+    let mut b = signed_in_admin(&s).await;
+    let form = b.get("/console/import").await;
+    assert_eq!(form.status, 200);
+    let csrf = form.field("csrf").expect("form token");
+
+    let page = b
+        .post_multipart(
+            "/console/import",
+            &[
+                ("csrf", None, csrf.as_bytes()),
+                (
+                    "file",
+                    Some("SKILL.md"),
+                    b"# Pi-hole Skill\n\nControl your Pi-hole DNS ad blocker.\n",
+                ),
+                ("slug", None, b"pihole"),
+                ("intent", None, b"draft"),
+            ],
+        )
+        .await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(page.body.contains("Import result"), "{}", page.body);
+    assert!(
+        page.body.contains("taken from the first heading"),
+        "{}",
+        page.body
+    );
+    assert!(
+        page.body.contains("data-outcome=\"created\""),
+        "{}",
+        page.body
+    );
+
+    let mut w = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    for (name, bytes) in [
+        (
+            "skills/a/weather/SKILL.md",
+            &b"---\nname: weather\ndescription: A.\n---\nA.\n"[..],
+        ),
+        (
+            "skills/b/weather/SKILL.md",
+            b"---\nname: weather\ndescription: B.\n---\n",
+        ),
+    ] {
+        w.start_file(name, zip::write::SimpleFileOptions::default())
+            .unwrap();
+        w.write_all(bytes).unwrap();
+    }
+    let zip = w.finish().unwrap().into_inner();
+    let page = b
+        .post_multipart(
+            "/console/import",
+            &[
+                ("csrf", None, csrf.as_bytes()),
+                ("file", Some("skills.zip"), &zip),
+                ("intent", None, b"draft"),
+            ],
+        )
+        .await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(
+        page.body.contains("data-count=\"imported\">1<"),
+        "{}",
+        page.body
+    );
+    assert!(
+        page.body.contains("data-count=\"refused\">1<"),
+        "{}",
+        page.body
+    );
+    assert!(page.body.contains("a-weather") && page.body.contains("b-weather"));
+    assert!(
+        page.body.contains("data-outcome=\"refused\""),
+        "{}",
+        page.body
+    );
+
+    // A clean one: straight to the skill's page, as before.
+    let page = b
+        .post_multipart(
+            "/console/import",
+            &[
+                ("csrf", None, csrf.as_bytes()),
+                (
+                    "file",
+                    Some("SKILL.md"),
+                    b"---\nname: clean\ndescription: Clean.\n---\n\nBody.\n",
+                ),
+                ("intent", None, b"draft"),
+            ],
+        )
+        .await;
+    assert_eq!(page.status, 303, "{}", page.body);
+    assert!(
+        page.location()
+            .starts_with("/console/skills/personal/clean")
+    );
+}

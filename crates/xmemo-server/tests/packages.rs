@@ -535,14 +535,6 @@ fn hostile_cases() -> Vec<Case> {
         Some("archive"),
     ));
     cases.push(zip_case(
-        "two top-level folders",
-        zip_of(&[("one/SKILL.md", SKILL_MD), ("two/SKILL.md", SKILL_MD)]),
-        422,
-        "VALIDATION_ERROR",
-        "ambiguous_root",
-        Some("archive"),
-    ));
-    cases.push(zip_case(
         "sensitive files",
         zip_of(&[
             ("demo/SKILL.md", SKILL_MD),
@@ -612,16 +604,16 @@ fn hostile_cases() -> Vec<Case> {
         Some("SKILL.md"),
     ));
     cases.push(md(
-        "SKILL.md: no frontmatter",
+        "SKILL.md: no frontmatter, nothing to describe it",
         b"# Just markdown\n",
         422,
         "VALIDATION_ERROR",
-        "frontmatter",
-        Some("SKILL.md"),
+        "missing_field",
+        Some("description"),
     ));
     cases.push(md(
-        "SKILL.md: missing description",
-        b"---\nname: n\n---\nbody\n",
+        "SKILL.md: missing description, no paragraph",
+        b"---\nname: n\n---\n# Title only\n",
         422,
         "VALIDATION_ERROR",
         "missing_field",
@@ -846,8 +838,20 @@ async fn exports_are_deterministic_and_tampering_is_named() {
     assert_eq!(err["details"]["field"], "SKILL.md", "{}", r.body);
     assert_eq!(s.counts().await, before);
 
-    // The untouched capsule imports as a copy under another slug with the same hash.
+    // The untouched capsule under another slug of the same workspace is a duplicate of
+    // `demo` (#24), written as a copy with the same hash only when asked.
     let r = import_zip(&s, &key, "?slug=demo-copy", a.bytes.clone()).await;
+    assert_eq!(r.status.as_u16(), 200, "{}", r.body);
+    assert_eq!(r.body["data"]["outcome"], "duplicate");
+    assert_eq!(r.body["data"]["same_content_as"], "demo");
+    assert_eq!(s.counts().await, before);
+    let r = import_zip(
+        &s,
+        &key,
+        "?slug=demo-copy&allow_duplicates=true",
+        a.bytes.clone(),
+    )
+    .await;
     assert_eq!(r.status.as_u16(), 201, "{}", r.body);
     assert_eq!(r.body["data"]["canonical_hash"], first["canonical_hash"]);
     assert_eq!(r.body["data"]["slug"], "demo-copy");
@@ -1818,4 +1822,391 @@ async fn private_targets_are_refused_without_an_allowlist() {
             assert!(accepted.is_err(), "a connection reached {name}");
         }
     }
+}
+
+// ------------------------------------------------------------------------------------------
+// 5. What real authors write (#24): repairs reported, duplicates named, several skills at once
+// ------------------------------------------------------------------------------------------
+
+/// Real-shaped files that need a repair: each imports with its warnings, imports again as
+/// `created: false` with nothing written, and its export re-imports elsewhere with the same
+/// canonical_hash and no warning at all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn repaired_imports_are_reported_idempotent_and_round_trip() {
+    let s = TestServer::start().await;
+    let key = s.admin_key.clone();
+    team(&s, &key, "mirror").await;
+    let cases: Vec<(&str, &[u8], &[&str])> = vec![
+        (
+            "spotify-cli",
+            b"# Spotify CLI\n\nControl Spotify playback from the terminal.\n",
+            &["frontmatter_missing", "name_from_heading", "description_from_body"],
+        ),
+        (
+            "discord",
+            b"---\nname: discord\ndescription: Use when you need to control Discord: send messages.\n---\n\n# Discord\n",
+            &["frontmatter_line_by_line", "value_as_text"],
+        ),
+        (
+            "gogcli",
+            b"---\nname: gogcli\ndescription: Google Workspace CLI.\n\n# gogcli\n",
+            &["frontmatter_not_closed"],
+        ),
+        (
+            "steps",
+            b"---\nname: steps\ndescription: Numbered steps.\nmetadata:\n  1: install\n---\n\nDo it.\n",
+            &["key_as_text"],
+        ),
+    ];
+    for (slug, md, kinds) in cases {
+        let query = format!("?slug={slug}");
+        let r = upload(&s, &key, &query, "text/markdown", md.to_vec()).await;
+        assert_eq!(r.status.as_u16(), 201, "{slug}: {}", r.body);
+        let data = &r.body["data"];
+        assert_eq!(data["outcome"], "created", "{slug}");
+        let got: Vec<&str> = data["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| {
+                // each warning names the field, what was wrong and what was done
+                for k in ["field", "problem", "action"] {
+                    assert!(w[k].as_str().is_some_and(|t| !t.is_empty()), "{slug}: {w}");
+                }
+                w["kind"].as_str().unwrap()
+            })
+            .collect();
+        assert_eq!(got, kinds, "{slug}: {}", data["warnings"]);
+        let hash = data["canonical_hash"].clone();
+
+        // the same file again: one revision
+        let before = s.counts().await;
+        let again = upload(&s, &key, &query, "text/markdown", md.to_vec()).await;
+        assert_eq!(again.status.as_u16(), 200, "{slug}: {}", again.body);
+        assert_eq!(again.body["data"]["created"], false);
+        assert_eq!(again.body["data"]["outcome"], "unchanged");
+        assert_eq!(again.body["data"]["canonical_hash"], hash);
+        assert_eq!(s.counts().await, before, "{slug}: the second import wrote");
+
+        // the export round-trips, canonical (nothing left to repair)
+        let capsule = export(&s, &key, slug, "").await;
+        let back = import_zip(&s, &key, "?workspace=mirror", capsule.bytes).await;
+        assert_eq!(back.status.as_u16(), 201, "{slug}: {}", back.body);
+        assert_eq!(back.body["data"]["canonical_hash"], hash, "{slug}");
+        assert_eq!(back.body["data"]["warnings"], json!([]), "{slug}");
+    }
+    // An ambiguous file is still refused, with line and column, and writes nothing.
+    let before = s.counts().await;
+    let r = upload(
+        &s,
+        &key,
+        "",
+        "text/markdown",
+        b"---\nname: a\ndescription: \"Use when: asked\nlicense: MIT\n---\nbody\n".to_vec(),
+    )
+    .await;
+    let err = r.expect_error(422, "VALIDATION_ERROR");
+    assert_eq!(
+        (&err["details"]["line"], &err["details"]["column"]),
+        (&json!(3), &json!(14)),
+        "{}",
+        r.body
+    );
+    assert_eq!(s.counts().await, before);
+}
+
+/// Content another skill of the workspace already has is a `duplicate` naming it, and is
+/// written only with `allow_duplicates`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn same_content_under_another_slug_is_named_and_written_only_if_asked() {
+    let s = TestServer::start().await;
+    let key = s.admin_key.clone();
+    let md = b"---\nname: weather\ndescription: Forecasts.\n---\n\n# Weather\n".to_vec();
+    let first = upload(&s, &key, "", "text/markdown", md.clone()).await;
+    assert_eq!(first.status.as_u16(), 201, "{}", first.body);
+    assert_eq!(first.body["data"]["slug"], "weather");
+    assert!(first.body["data"].get("same_content_as").is_none());
+
+    let before = s.counts().await;
+    let r = upload(&s, &key, "?slug=weather-copy", "text/markdown", md.clone()).await;
+    assert_eq!(r.status.as_u16(), 200, "{}", r.body);
+    let data = &r.body["data"];
+    assert_eq!(data["outcome"], "duplicate");
+    assert_eq!(data["same_content_as"], "weather");
+    assert_eq!(data["slug"], "weather-copy");
+    assert_eq!(data["created"], false);
+    assert_eq!(data["revision_id"], first.body["data"]["revision_id"]);
+    assert_eq!(s.counts().await, before, "a duplicate wrote");
+    s.get("/api/v1/skills/weather-copy", &key)
+        .await
+        .expect_error(404, "NOT_FOUND");
+
+    let r = upload(
+        &s,
+        &key,
+        "?slug=weather-copy&allow_duplicates=true",
+        "text/markdown",
+        md.clone(),
+    )
+    .await;
+    assert_eq!(r.status.as_u16(), 201, "{}", r.body);
+    assert_eq!(r.body["data"]["outcome"], "created");
+    assert_eq!(r.body["data"]["same_content_as"], "weather");
+    // the slug's own content again is unchanged, whatever else has it
+    let r = upload(&s, &key, "?slug=weather-copy", "text/markdown", md).await;
+    assert_eq!(r.status.as_u16(), 200, "{}", r.body);
+    assert_eq!(r.body["data"]["outcome"], "unchanged");
+    assert_eq!(r.body["data"]["same_content_as"], "weather");
+}
+
+fn several_skills_zip() -> Vec<u8> {
+    let weather: &[u8] = b"---\nname: weather\ndescription: Forecasts.\n---\n\n# Weather\n";
+    pkg::zip_of(&[
+        ("repo/README.md", b"# Skills\n"),
+        ("repo/skills/alice/weather/SKILL.md", weather),
+        ("repo/skills/alice/weather/scripts/get.sh", b"echo sunny\n"),
+        // byte-identical to alice's SKILL.md, but alice's folder has a script: not the same
+        ("repo/skills/bob/weather/SKILL.md", weather),
+        // byte-identical to bob's: the same content
+        ("repo/skills/carol/weather/skill.md", weather),
+        (
+            "repo/skills/carol/notes/SKILL.md",
+            b"# Notes\n\nKeep notes.\n",
+        ),
+        (
+            "repo/skills/dave/empty/SKILL.md",
+            b"---\nname: empty\ndescription: Nothing.\n---\n",
+        ),
+    ])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_zip_of_several_skill_folders_imports_each_and_a_second_run_writes_nothing() {
+    let s = TestServer::start().await;
+    let key = s.admin_key.clone();
+    let r = import_zip(&s, &key, "", several_skills_zip()).await;
+    assert_eq!(r.status.as_u16(), 201, "{}", r.body);
+    assert_eq!(r.body["kind"], "imported_batch");
+    let data = &r.body["data"];
+    let rows: Vec<(String, String, String)> = data["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            (
+                i["path"].as_str().unwrap().to_string(),
+                i["slug"].as_str().unwrap().to_string(),
+                i["outcome"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let row = |p: &str, sl: &str, o: &str| (p.to_string(), sl.to_string(), o.to_string());
+    assert_eq!(
+        rows,
+        [
+            row("repo/skills/alice/weather", "alice-weather", "created"),
+            row("repo/skills/bob/weather", "bob-weather", "created"),
+            row("repo/skills/carol/notes", "notes", "created"),
+            row("repo/skills/carol/weather", "carol-weather", "duplicate"),
+            row("repo/skills/dave/empty", "empty", "refused"),
+        ]
+    );
+    let results = data["results"].as_array().unwrap();
+    assert_eq!(results[3]["same_content_as"], "bob-weather");
+    let refused = &results[4]["error"];
+    assert_eq!(refused["code"], "VALIDATION_ERROR");
+    assert_eq!(refused["details"]["field"], "instruction_body");
+    let kinds = |i: usize| -> Vec<String> {
+        results[i]["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w["kind"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(kinds(0), ["slug_collision"]);
+    assert_eq!(kinds(3), ["slug_collision", "skill_md_file_name"]);
+    assert_eq!(
+        kinds(2),
+        [
+            "frontmatter_missing",
+            "name_from_heading",
+            "description_from_body"
+        ]
+    );
+    assert_eq!(
+        data["summary"],
+        json!({
+            "skills": 5, "imported": 3, "unchanged": 0, "duplicates": 1, "repaired": 2,
+            "refused": 1, "refused_by_reason": {"validation": 1},
+            "repairs_by_kind": {"description_from_body": 1, "frontmatter_missing": 1,
+                                "name_from_heading": 1, "skill_md_file_name": 1},
+        })
+    );
+    assert_eq!(data["ignored_files"], 1);
+    // each revision records where in the archive it came from
+    let revs = s.get("/api/v1/skills/alice-weather/revisions", &key).await;
+    assert_eq!(
+        revs.body["revisions"][0]["source"]["path"],
+        "repo/skills/alice/weather"
+    );
+
+    // again: nothing written, the same answer but unchanged
+    let before = s.counts().await;
+    let r = import_zip(&s, &key, "", several_skills_zip()).await;
+    assert_eq!(r.status.as_u16(), 200, "{}", r.body);
+    let summary = &r.body["data"]["summary"];
+    assert_eq!(
+        (
+            &summary["imported"],
+            &summary["unchanged"],
+            &summary["duplicates"],
+            &summary["refused"]
+        ),
+        (&json!(0), &json!(3), &json!(1), &json!(1))
+    );
+    assert_eq!(s.counts().await, before);
+
+    // the duplicate is written when asked for
+    let r = import_zip(&s, &key, "?allow_duplicates=true", several_skills_zip()).await;
+    assert_eq!(r.status.as_u16(), 201, "{}", r.body);
+    assert_eq!(r.body["data"]["summary"]["imported"], 1);
+    assert_eq!(r.body["data"]["results"][3]["outcome"], "created");
+
+    // one-skill options do not apply to several, and more than the cap is refused whole
+    let before = s.counts().await;
+    let r = import_zip(&s, &key, "?slug=x", several_skills_zip()).await;
+    assert_eq!(
+        r.expect_error(422, "VALIDATION_ERROR")["details"]["field"],
+        "slug"
+    );
+    let md: &[u8] = b"---\nname: n\ndescription: d\n---\nbody\n";
+    let names: Vec<String> = (0..=xmemo_core::package::batch::MAX_SKILLS_PER_IMPORT)
+        .map(|i| format!("s{i}/SKILL.md"))
+        .collect();
+    let entries: Vec<(&str, &[u8])> = names.iter().map(|n| (n.as_str(), md)).collect();
+    let r = import_zip(&s, &key, "", pkg::zip_of(&entries)).await;
+    let err = r.expect_error(422, "VALIDATION_ERROR");
+    assert_eq!(err["details"]["reason"], "too_many_skills");
+    assert_eq!(
+        err["details"]["limit"],
+        xmemo_core::package::batch::MAX_SKILLS_PER_IMPORT
+    );
+    assert_eq!(s.counts().await, before);
+}
+
+/// A whole repository by URL: every skill folder, nothing outside them read (the mono
+/// repository has a symlink and a `.env` outside its skill folders).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_repository_url_imports_every_skill_folder() {
+    let imitation = start_imitation(10).await;
+    let config = local_config(&imitation);
+    let s = TestServer::start_configured(move |svc| svc.with_fetch_config(config)).await;
+    let key = s.admin_key.clone();
+    let r = import_url(&s, &key, json!({"url": "https://github.com/acme/mono"})).await;
+    assert_eq!(r.status.as_u16(), 201, "{}", r.body);
+    assert_eq!(r.body["kind"], "imported_batch");
+    let data = &r.body["data"];
+    assert_eq!(data["summary"]["imported"], 2, "{data}");
+    let slugs: Vec<&str> = data["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["slug"].as_str().unwrap())
+        .collect();
+    assert_eq!(slugs, ["bar", "foo"]);
+    assert_eq!(data["source"]["repository"], "acme/mono");
+    let revs = s.get("/api/v1/skills/foo/revisions", &key).await;
+    let src = &revs.body["revisions"][0]["source"];
+    assert_eq!(src["path"], "skills/foo");
+    assert_eq!(src["commit"], SHA);
+    // again: nothing new
+    let before = s.counts().await;
+    let r = import_url(&s, &key, json!({"url": "https://github.com/acme/mono"})).await;
+    assert_eq!(r.status.as_u16(), 200, "{}", r.body);
+    assert_eq!(r.body["data"]["summary"]["unchanged"], 2);
+    assert_eq!(s.counts().await, before);
+}
+
+/// The import results carry exactly the fields `openapi.json` documents for them: every
+/// required one, and no other (#24 added outcome, warnings, same_content_as, imported_batch).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn import_results_carry_the_documented_fields() {
+    let doc: Value = serde_json::from_str(include_str!("../openapi.json")).unwrap();
+    let schemas = &doc["components"]["schemas"];
+    // (properties, required) of a schema, `allOf` parts merged.
+    fn fields(schemas: &Value, name: &str) -> (Vec<String>, Vec<String>) {
+        let s = &schemas[name];
+        let parts: Vec<&Value> = match s["allOf"].as_array() {
+            Some(all) => all
+                .iter()
+                .map(|p| match p["$ref"].as_str() {
+                    Some(r) => &schemas[r.rsplit('/').next().unwrap()],
+                    None => p,
+                })
+                .collect(),
+            None => vec![s],
+        };
+        let mut props = Vec::new();
+        let mut required = Vec::new();
+        for p in parts {
+            props.extend(p["properties"].as_object().unwrap().keys().cloned());
+            if let Some(r) = p["required"].as_array() {
+                required.extend(r.iter().map(|k| k.as_str().unwrap().to_string()));
+            }
+        }
+        (props, required)
+    }
+    let check = |name: &str, value: &Value| {
+        let (props, required) = fields(schemas, name);
+        let obj = value
+            .as_object()
+            .unwrap_or_else(|| panic!("{name}: {value}"));
+        for key in obj.keys() {
+            assert!(
+                props.contains(key),
+                "{name}: `{key}` is not documented: {value}"
+            );
+        }
+        for key in &required {
+            assert!(
+                obj.contains_key(key),
+                "{name}: required `{key}` missing: {value}"
+            );
+        }
+    };
+    let s = TestServer::start().await;
+    let key = s.admin_key.clone();
+    let md = b"# Weather\n\nForecasts for a place.\n".to_vec();
+    let r = upload(&s, &key, "?slug=weather", "text/markdown", md.clone()).await;
+    check("ImportedResult", &r.body);
+    check("Imported", &r.body["data"]);
+    for w in r.body["data"]["warnings"].as_array().unwrap() {
+        check("ImportWarning", w);
+    }
+    let r = upload(&s, &key, "?slug=weather-copy", "text/markdown", md).await;
+    assert_eq!(r.body["data"]["outcome"], "duplicate");
+    check("Imported", &r.body["data"]);
+    let r = import_zip(&s, &key, "", several_skills_zip()).await;
+    check("ImportedBatchResult", &r.body);
+    let data = &r.body["data"];
+    check("ImportedBatch", data);
+    check("BatchSummary", &data["summary"]);
+    for item in data["results"].as_array().unwrap() {
+        check("BatchItem", item);
+        if let Some(rev) = item.get("revision") {
+            check("ItemRevision", rev);
+        }
+        for w in item["warnings"].as_array().unwrap() {
+            check("ImportWarning", w);
+        }
+    }
+    assert!(
+        data["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|i| i["outcome"] == "refused"),
+        "the sample holds a refusal"
+    );
 }

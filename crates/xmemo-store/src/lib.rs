@@ -4,7 +4,6 @@
 
 pub mod error;
 pub mod fulltext;
-pub mod vectors;
 pub mod migrate;
 pub mod model;
 pub mod postgres;
@@ -13,6 +12,7 @@ pub mod signin;
 pub mod snapshot;
 pub mod sql;
 pub mod sqlite;
+pub mod vectors;
 
 use async_trait::async_trait;
 pub use error::StoreError;
@@ -271,6 +271,14 @@ pub trait Store: Send + Sync + 'static {
         workspace_ids: &[String],
         slugs: &[String],
     ) -> StoreResult<Vec<String>>;
+    /// Revisions of skills of `workspace_id` whose canonical_hash is `canonical_hash`, by
+    /// slug then newest first, at most `limit` (an index on the hash keeps it one lookup).
+    async fn content_holders(
+        &self,
+        workspace_id: &str,
+        canonical_hash: &str,
+        limit: u32,
+    ) -> StoreResult<Vec<ContentHolder>>;
     /// Atomically: create the skill when absent, check `expected_revision_id`, return the
     /// latest revision unchanged when its canonical_hash equals the new one, else store blobs,
     /// the revision with the next number and its components, apply the publish side effect

@@ -126,6 +126,19 @@ pub struct ApiKey {
     pub last_used_at: Option<String>,
 }
 
+/// A revision of some skill of a workspace whose content has a given canonical_hash
+/// (imports report content that already exists under another slug, #24).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContentHolder {
+    pub skill_id: String,
+    pub slug: String,
+    pub revision_id: String,
+    pub revision_number: i64,
+    pub status: RevisionStatus,
+    /// This revision is its skill's latest.
+    pub latest: bool,
+}
+
 /// A revision that waits for review (status `proposed`), with its skill.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PendingProposal {

@@ -109,10 +109,7 @@ impl VectorIndex {
         }
         self.remove(kind, key);
         let next = self.workspaces.len() as u32;
-        let workspace = *self
-            .workspaces
-            .entry(Box::from(workspace))
-            .or_insert(next);
+        let workspace = *self.workspaces.entry(Box::from(workspace)).or_insert(next);
         self.by_key.insert((kind, Box::from(key)), self.rows.len());
         self.rows.push(Row {
             kind,
@@ -173,9 +170,8 @@ impl VectorIndex {
     /// The cosine similarity of one row to `query`, if the row has a vector.
     pub fn similarity(&self, kind: u8, key: &str, query: &Quantized) -> Option<f32> {
         let at = *self.by_key.get(&(kind, Box::from(key)))?;
-        (query.values.len() == self.dims).then(|| {
-            dot(self.values(at), &query.values) as f32 * self.rows[at].scale * query.scale
-        })
+        (query.values.len() == self.dims)
+            .then(|| dot(self.values(at), &query.values) as f32 * self.rows[at].scale * query.scale)
     }
 
     /// The `n` rows of `kind` in `workspaces` nearest to `query`, nearest first.
@@ -280,11 +276,7 @@ pub fn fuse(
     let (bm_lo, bm_hi) = range(&mut candidates.iter().filter(|c| c.lanes.text).map(|c| c.bm25));
     let (sim_lo, sim_hi) = range(&mut candidates.iter().filter_map(|c| c.similarity));
     let scale = |v: f64, lo: f64, hi: f64| {
-        if hi > lo {
-            (v - lo) / (hi - lo)
-        } else {
-            1.0
-        }
+        if hi > lo { (v - lo) / (hi - lo) } else { 1.0 }
     };
     let mut fused: Vec<(f64, Candidate)> = candidates
         .into_iter()
@@ -347,7 +339,10 @@ mod tests {
         index.upsert(1, "far", "w1", 5, quantize(&unit(&[0.0, 1.0, 0.0])));
         index.upsert(1, "other", "w2", 5, quantize(&unit(&[1.0, 0.0, 0.0])));
         index.upsert(0, "skill", "w1", 5, quantize(&unit(&[1.0, 0.0, 0.0])));
-        assert!(!index.upsert(1, "bad", "w1", 5, quantize(&[1.0, 0.0])), "other length");
+        assert!(
+            !index.upsert(1, "bad", "w1", 5, quantize(&[1.0, 0.0])),
+            "other length"
+        );
         let q = quantize(&unit(&[1.0, 0.0, 0.0]));
         let got = index.nearest(1, &["w1"], &q, 10);
         let keys: Vec<&str> = got.iter().map(|(k, _)| k.as_str()).collect();
@@ -387,7 +382,14 @@ mod tests {
         assert!(!fused[2].lanes.text && fused[2].lanes.meaning);
         // A floor on similarity leaves out what is not near enough (the row without a
         // vector is judged by text).
-        let floored = fuse(&lexical, &nearest, |k| sims.get(k).copied(), 0.5, Some(0.75), 10);
+        let floored = fuse(
+            &lexical,
+            &nearest,
+            |k| sims.get(k).copied(),
+            0.5,
+            Some(0.75),
+            10,
+        );
         let keys: Vec<&str> = floored.iter().map(|h| h.key.as_str()).collect();
         assert_eq!(keys, vec!["text-only", "both"]);
         // All text or all meaning.

@@ -216,6 +216,7 @@ conformance!(
     api_keys,
     save_creates_then_appends,
     identical_hash_creates_nothing,
+    content_holders_find_a_hash_in_one_workspace,
     stale_expected_revision_conflicts_and_writes_nothing,
     components_are_content_addressed,
     concurrent_saves_are_gap_free,
@@ -1247,6 +1248,37 @@ mod cases {
         let back = save(&store, &alice, "same", d()).await;
         assert!(back.created);
         assert_eq!(back.revision.revision_number, 3);
+    }
+
+    /// #24: the revisions of a workspace with a given canonical_hash, by slug then newest
+    /// first, with whether each is its skill's latest; other workspaces' are not seen.
+    pub async fn content_holders_find_a_hash_in_one_workspace(db: &TestDb) {
+        let store = db.store();
+        let alice = account(&store, "alice").await;
+        let bob = account(&store, "bob").await;
+        let same = save(&store, &alice, "weather", draft("Same")).await;
+        let hash = same.revision.canonical_hash.clone();
+        save(&store, &alice, "weather", draft("Changed")).await;
+        let copy = save(&store, &alice, "a-copy", draft("Same")).await;
+        save(&store, &bob, "weather", draft("Same")).await;
+        let ws = &alice.personal_workspace_id;
+        let holders = store.content_holders(ws, &hash, 10).await.unwrap();
+        let got: Vec<(&str, i64, bool)> = holders
+            .iter()
+            .map(|h| (h.slug.as_str(), h.revision_number, h.latest))
+            .collect();
+        assert_eq!(got, [("a-copy", 1, true), ("weather", 1, false)]);
+        assert_eq!(holders[0].revision_id, copy.revision.revision_id);
+        assert_eq!(holders[0].skill_id, copy.skill.skill_id);
+        assert_eq!(holders[1].status, same.revision.status);
+        assert_eq!(store.content_holders(ws, &hash, 1).await.unwrap().len(), 1);
+        assert!(
+            store
+                .content_holders(ws, &"0".repeat(64), 10)
+                .await
+                .unwrap()
+                .is_empty()
+        );
     }
 
     pub async fn stale_expected_revision_conflicts_and_writes_nothing(db: &TestDb) {
@@ -2557,8 +2589,8 @@ mod cases {
                 text: "deploy".into(),
                 workspace_ids: vec![a.clone(), b.clone()],
                 limit: 2,
-            semantic: None,
-        })
+                semantic: None,
+            })
             .await
             .unwrap();
         assert_eq!(limited.len(), 2);
@@ -2631,8 +2663,8 @@ mod cases {
                     text: q.to_string(),
                     workspace_ids: vec![a.clone()],
                     limit: 10,
-            semantic: None,
-        })
+                    semantic: None,
+                })
                 .await;
             assert!(result.is_ok(), "query {q:?} failed: {result:?}");
         }

@@ -160,6 +160,52 @@ impl Browser {
         self.finish(response).await
     }
 
+    /// A `multipart/form-data` form post (file inputs as `(name, Some(file name), bytes)`),
+    /// with the same cookies and origin headers as [`Browser::post_form`].
+    pub async fn post_multipart(
+        &mut self,
+        path: &str,
+        fields: &[(&str, Option<&str>, &[u8])],
+    ) -> Page {
+        const BOUNDARY: &str = "xmemo-testkit-boundary-7f3a";
+        let mut body = Vec::new();
+        for (name, file_name, bytes) in fields {
+            body.extend_from_slice(format!("--{BOUNDARY}\r\n").as_bytes());
+            let disposition = match file_name {
+                Some(f) => format!(
+                    "Content-Disposition: form-data; name=\"{name}\"; filename=\"{f}\"\r\n\
+                     Content-Type: application/octet-stream\r\n\r\n"
+                ),
+                None => format!("Content-Disposition: form-data; name=\"{name}\"\r\n\r\n"),
+            };
+            body.extend_from_slice(disposition.as_bytes());
+            body.extend_from_slice(bytes);
+            body.extend_from_slice(b"\r\n");
+        }
+        body.extend_from_slice(format!("--{BOUNDARY}--\r\n").as_bytes());
+        let mut req = self
+            .client
+            .post(self.url(path))
+            .header(
+                "content-type",
+                format!("multipart/form-data; boundary={BOUNDARY}"),
+            )
+            .body(body);
+        if !self.cookies.is_empty() {
+            req = req.header("cookie", self.cookie_header());
+        }
+        if let Some(origin) = &self.origin {
+            req = req
+                .header("origin", origin)
+                .header("sec-fetch-site", "same-origin");
+        }
+        for (k, v) in &self.extra {
+            req = req.header(k, v);
+        }
+        let response = req.send().await.expect("POST");
+        self.finish(response).await
+    }
+
     /// Opens the sign-in form and submits it; the page that answered.
     pub async fn sign_in(&mut self, handle: &str, password: &str, next: &str) -> Page {
         let form = self.get(&format!("/login?next={}", urlencode(next))).await;

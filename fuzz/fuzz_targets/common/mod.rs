@@ -48,6 +48,11 @@ pub fn export_round_trips(package: &Package) {
         back.content, package.content,
         "the capsule changed the content"
     );
+    assert!(
+        back.repairs.is_empty(),
+        "an export needed repairs to read back: {:?}",
+        back.repairs
+    );
     assert_eq!(back.canonical_hash(), package.canonical_hash());
     assert_eq!(
         capsule.manifest.canonical_hash,

@@ -96,6 +96,10 @@ fn build_request(a: &SaveArgs) -> anyhow::Result<Value> {
         Some(dir) => {
             // The content an import of this directory would save (see `skilldir`).
             let package = skilldir::read(dir)?;
+            // Read the way an import reads it, repairs included: say what was repaired.
+            for w in &package.repairs {
+                eprintln!("warning: {w}");
+            }
             let slug = match &a.slug {
                 Some(s) => s.clone(),
                 None => package.suggested_slug().ok_or_else(|| {

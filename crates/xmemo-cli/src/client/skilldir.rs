@@ -150,6 +150,24 @@ pub fn zip(dir: &Path) -> anyhow::Result<Zipped> {
     Ok(Zipped { bytes, folder })
 }
 
+/// Every file under `dir` (symlinks included, junk and its folders left out), as
+/// `(relative path, size in bytes)`, sorted: for finding the skill folders of a directory
+/// before reading any of them.
+pub fn listing(dir: &Path) -> anyhow::Result<Vec<(String, u64)>> {
+    let mut entries = Vec::new();
+    walk(dir, "", &mut entries)?;
+    Ok(entries
+        .into_iter()
+        .map(|e| {
+            let size = match e.kind {
+                EntryKind::File { .. } => std::fs::metadata(&e.path).map_or(0, |m| m.len()),
+                EntryKind::Symlink(_) => 0,
+            };
+            (e.relative, size)
+        })
+        .collect())
+}
+
 enum EntryKind {
     File { executable: bool },
     Symlink(String),

@@ -74,7 +74,7 @@ impl From<(String, Vec<u8>)> for PackageFile {
 /// unsafe names (see [`super::unsafe_path_reason`]), symlinks and other special files,
 /// encrypted entries, compression other than stored/deflate, and the size/ratio limits.
 pub fn unzip(bytes: &[u8], limits: &ArchiveLimits) -> Result<Vec<PackageFile>, PackageError> {
-    unzip_impl(bytes, limits, "")
+    unzip_impl(bytes, limits, "", None)
 }
 
 /// Like [`unzip`], but only for the entries under `subtree/` (a safe relative path; empty
@@ -93,7 +93,47 @@ pub fn unzip_subtree(
     {
         return Err(PackageError::unsafe_path(subtree, reason));
     }
-    unzip_impl(bytes, limits, subtree)
+    unzip_impl(bytes, limits, subtree, None)
+}
+
+/// Like [`unzip_subtree`], but only for the entries inside one of `folders` (relative to
+/// `subtree`): the skill folders of a repository, whose other entries are never read.
+pub fn unzip_folders(
+    bytes: &[u8],
+    limits: &ArchiveLimits,
+    subtree: &str,
+    folders: &[String],
+) -> Result<Vec<PackageFile>, PackageError> {
+    let subtree = subtree.trim_matches('/');
+    for path in std::iter::once(subtree).chain(folders.iter().map(String::as_str)) {
+        if !path.is_empty()
+            && let Some(reason) = unsafe_path_reason(path)
+        {
+            return Err(PackageError::unsafe_path(path, reason));
+        }
+    }
+    unzip_impl(bytes, limits, subtree, Some(folders))
+}
+
+/// The paths of the files under `subtree/` (relative to it), from the central directory
+/// alone: no entry is decompressed or checked, names that are not UTF-8 and junk are left
+/// out. For finding the skill folders of a repository before reading them.
+pub fn archive_file_names(bytes: &[u8], subtree: &str) -> Result<Vec<String>, PackageError> {
+    let archive =
+        ZipArchive::new(Cursor::new(bytes)).map_err(|e| PackageError::corrupt(None, e))?;
+    let subtree = subtree.trim_matches('/');
+    let prefix = if subtree.is_empty() {
+        String::new()
+    } else {
+        format!("{subtree}/")
+    };
+    Ok(archive
+        .file_names_raw()
+        .filter_map(|raw| std::str::from_utf8(raw).ok())
+        .filter_map(|name| name.strip_prefix(prefix.as_str()))
+        .filter(|rel| !rel.is_empty() && !rel.ends_with('/') && !is_ignored_path(rel))
+        .map(str::to_string)
+        .collect())
 }
 
 /// The name of the one folder that holds every entry of the archive (as in GitHub's
@@ -125,6 +165,7 @@ fn unzip_impl(
     bytes: &[u8],
     limits: &ArchiveLimits,
     subtree: &str,
+    folders: Option<&[String]>,
 ) -> Result<Vec<PackageFile>, PackageError> {
     let mut archive =
         ZipArchive::new(Cursor::new(bytes)).map_err(|e| PackageError::corrupt(None, e))?;
@@ -136,6 +177,12 @@ fn unzip_impl(
     } else {
         format!("{subtree}/")
     };
+    let inside: Option<Vec<String>> =
+        folders.map(|f| f.iter().map(|f| format!("{prefix}{f}/")).collect());
+    let selects = |raw: &[u8]| match &inside {
+        None => raw.starts_with(prefix.as_bytes()),
+        Some(all) => all.iter().any(|p| raw.starts_with(p.as_bytes())),
+    };
 
     // Pass 1, central directory only: select, count, and check every selected name and
     // entry kind before decompressing anything.
@@ -145,13 +192,13 @@ fn unzip_impl(
             .by_index_data(index)
             .map_err(|e| PackageError::corrupt(None, e))?;
         let raw = entry.name_raw();
-        if !prefix.is_empty() && !raw.starts_with(prefix.as_bytes()) {
+        if !selects(raw) {
             continue;
         }
         if selected.len() >= limits.max_entries {
             return Err(PackageError::TooManyEntries {
                 limit: limits.max_entries as u64,
-                actual: count_selected(&archive, prefix.as_bytes()) as u64,
+                actual: archive.file_names_raw().filter(|n| selects(n)).count() as u64,
             });
         }
         let name = std::str::from_utf8(raw).map_err(|_| {
@@ -259,11 +306,4 @@ fn unzip_impl(
         files.push(PackageFile { path, bytes: out });
     }
     Ok(files)
-}
-
-fn count_selected<R: Read + std::io::Seek>(archive: &ZipArchive<R>, prefix: &[u8]) -> usize {
-    archive
-        .file_names_raw()
-        .filter(|n| n.starts_with(prefix))
-        .count()
 }

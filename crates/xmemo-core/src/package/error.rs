@@ -62,6 +62,9 @@ pub enum PackageError {
     /// SKILL.md is not at the root and the files are not inside exactly one top-level
     /// folder.
     AmbiguousRoot { top_level: Vec<String> },
+    /// More skill folders than one import takes
+    /// ([`super::batch::MAX_SKILLS_PER_IMPORT`]).
+    TooManySkills { limit: u64, actual: u64 },
     /// Files that look like secrets; every offending path is listed with its reason.
     SensitiveFiles { paths: Vec<(String, String)> },
     /// SKILL.md has no usable frontmatter (missing, unclosed, not a mapping, a value of the
@@ -124,6 +127,7 @@ impl PackageError {
             Self::NotUtf8 { .. } => "not_utf8",
             Self::MissingSkillMd { .. } => "missing_skill_md",
             Self::AmbiguousRoot { .. } => "ambiguous_root",
+            Self::TooManySkills { .. } => "too_many_skills",
             Self::SensitiveFiles { .. } => "sensitive_files",
             Self::Frontmatter { .. } => "frontmatter",
             Self::MissingField { .. } => "missing_field",
@@ -156,7 +160,8 @@ impl PackageError {
             | Self::TooManyEntries { .. }
             | Self::ArchiveTooLarge { .. }
             | Self::MissingSkillMd { .. }
-            | Self::AmbiguousRoot { .. } => "archive".to_string(),
+            | Self::AmbiguousRoot { .. }
+            | Self::TooManySkills { .. } => "archive".to_string(),
             Self::SensitiveFiles { paths } => paths
                 .first()
                 .map(|(p, _)| p.clone())
@@ -182,6 +187,7 @@ impl PackageError {
             | Self::EntryTooLarge { limit, .. }
             | Self::ArchiveTooLarge { limit, .. }
             | Self::CompressionRatio { limit, .. }
+            | Self::TooManySkills { limit, .. }
             | Self::FrontmatterTooLarge { limit, .. } => Some(*limit),
             Self::Validation(e) => e.limit,
             _ => None,
@@ -193,6 +199,7 @@ impl PackageError {
     pub fn actual(&self) -> Option<u64> {
         match self {
             Self::TooManyEntries { actual, .. }
+            | Self::TooManySkills { actual, .. }
             | Self::CompressionRatio { actual, .. }
             | Self::FrontmatterTooLarge { actual, .. } => Some(*actual),
             Self::Validation(e) => e.actual,
@@ -288,6 +295,11 @@ impl PackageError {
                 "SKILL.md must be at the archive root or inside exactly one top-level folder; \
                  found at the top level: {}",
                 top_level.join(", ")
+            ),
+            Self::TooManySkills { limit, actual } => format!(
+                "the import holds {actual} skill folders, at most {limit} are imported in one \
+                 request: import its folders one at a time (a repository's `/tree/REF/PATH` \
+                 URL, `xmemo import DIR`, which sends one skill per request)"
             ),
             Self::SensitiveFiles { paths } => format!(
                 "sensitive files are never imported, remove them and retry: {}",

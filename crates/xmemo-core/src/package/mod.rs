@@ -17,7 +17,8 @@
 //! 3. secrets are refused, all named at once ([`sensitive_reason`]);
 //! 4. more than 50 components is refused *before* anything is parsed (VALIDATION_ERROR
 //!    with limit and actual count);
-//! 5. SKILL.md is parsed ([`parse_skill_md`]);
+//! 5. SKILL.md is parsed ([`parse_skill_md_with`]), leniently: what it repairs is
+//!    returned in [`Package::repairs`] (a `skill.md` named in another case is one);
 //! 6. with a `capsule.json` beside SKILL.md, component types come from it and every file
 //!    must match its SHA-256 and size (else the paths are named); without one, types come
 //!    from folders ([`component_type_for_path`]);
@@ -26,12 +27,19 @@
 //! 8. with a capsule, the content must reproduce its canonical_hash.
 
 mod archive;
+pub mod batch;
 mod capsule;
 mod classify;
+mod derive;
 mod error;
+mod frontmatter;
+mod repair;
 mod skill_md;
 
-pub use archive::{ArchiveLimits, PackageFile, single_top_folder, unzip, unzip_subtree};
+pub use archive::{
+    ArchiveLimits, PackageFile, archive_file_names, single_top_folder, unzip, unzip_folders,
+    unzip_subtree,
+};
 pub use capsule::{
     CAPSULE_FORMAT, CAPSULE_FORMAT_VERSION, CAPSULE_MANIFEST, Capsule, CapsuleBody, CapsuleInput,
     CapsuleManifest, CapsuleRevision, CapsuleSkill, build_capsule, component_manifest,
@@ -41,8 +49,10 @@ pub use classify::{
     component_type_for_path, is_ignored_path, sensitive_reason, unsafe_path_reason,
 };
 pub use error::PackageError;
+pub use repair::{Repair, RepairKind};
 pub use skill_md::{
-    FRONTMATTER_MAX_BYTES, ParsedSkillMd, SKILL_MD, parse_skill_md, render_skill_md,
+    FRONTMATTER_MAX_BYTES, NameHints, ParsedSkillMd, SKILL_MD, parse_skill_md, parse_skill_md_with,
+    render_skill_md,
 };
 
 use crate::error::ValidationError;
@@ -62,6 +72,8 @@ pub struct Package {
     pub capsule: Option<CapsuleManifest>,
     /// The top-level folder that held SKILL.md, if the files were inside one.
     pub root_folder: Option<String>,
+    /// What was repaired to read the package (docs/packages.md, "Repairs").
+    pub repairs: Vec<Repair>,
 }
 
 impl Package {
@@ -120,12 +132,26 @@ pub fn read_zip(bytes: &[u8], limits: &ArchiveLimits) -> Result<Package, Package
 
 /// A lone SKILL.md: a package without components.
 pub fn read_skill_md(bytes: &[u8]) -> Result<Package, PackageError> {
-    read_files(vec![PackageFile::new(SKILL_MD, bytes)])
+    read_skill_md_with(bytes, &NameHints::default())
+}
+
+/// [`read_skill_md`] with somewhere to take a missing name from.
+pub fn read_skill_md_with(bytes: &[u8], hints: &NameHints) -> Result<Package, PackageError> {
+    read_files_with(vec![PackageFile::new(SKILL_MD, bytes)], hints)
 }
 
 /// The package rules (see the module documentation) over a list of files with relative
 /// `/`-separated paths. Callers bound how much they read (e.g. with [`ArchiveLimits`]).
 pub fn read_files(files: Vec<PackageFile>) -> Result<Package, PackageError> {
+    read_files_with(files, &NameHints::default())
+}
+
+/// [`read_files`] with somewhere to take a missing name from when the package's own
+/// folder does not say (`hints.folder` is used only without a top folder).
+pub fn read_files_with(
+    files: Vec<PackageFile>,
+    hints: &NameHints,
+) -> Result<Package, PackageError> {
     // 1. paths
     let mut kept = Vec::with_capacity(files.len());
     for file in files {
@@ -139,7 +165,7 @@ pub fn read_files(files: Vec<PackageFile>) -> Result<Package, PackageError> {
     check_collisions(&kept)?;
 
     // 2. root
-    let root = find_root(&kept)?;
+    let (root, skill_md_name) = find_root(&kept)?;
     let files: Vec<PackageFile> = match &root {
         None => kept,
         Some(folder) => {
@@ -167,10 +193,12 @@ pub fn read_files(files: Vec<PackageFile>) -> Result<Package, PackageError> {
     let mut capsule_json = None;
     let mut components: Vec<PackageFile> = Vec::new();
     for file in files {
-        match file.path.as_str() {
-            SKILL_MD => skill_md = Some(file.bytes),
-            CAPSULE_MANIFEST => capsule_json = Some(file.bytes),
-            _ => components.push(file),
+        if file.path == skill_md_name {
+            skill_md = Some(file.bytes);
+        } else if file.path == CAPSULE_MANIFEST {
+            capsule_json = Some(file.bytes);
+        } else {
+            components.push(file);
         }
     }
     if components.len() > MAX_COMPONENTS {
@@ -187,7 +215,21 @@ pub fn read_files(files: Vec<PackageFile>) -> Result<Package, PackageError> {
     })?;
 
     // 5. SKILL.md
-    let parsed = parse_skill_md(&skill_md)?;
+    let mut repairs = Vec::new();
+    if skill_md_name != SKILL_MD {
+        repairs.push(Repair::new(
+            RepairKind::SkillMdFileName,
+            "SKILL.md",
+            format!("the instructions file is named `{skill_md_name}`"),
+            "read as SKILL.md (an export names it SKILL.md)",
+        ));
+    }
+    let hints = NameHints {
+        folder: root.clone().or_else(|| hints.folder.clone()),
+        slug: hints.slug.clone(),
+    };
+    let mut parsed = parse_skill_md_with(&skill_md, &hints)?;
+    repairs.append(&mut parsed.repairs);
 
     // 6. capsule and types
     components.sort_by(|a, b| a.path.as_bytes().cmp(b.path.as_bytes()));
@@ -226,6 +268,7 @@ pub fn read_files(files: Vec<PackageFile>) -> Result<Package, PackageError> {
         content,
         capsule,
         root_folder: root,
+        repairs,
     })
 }
 
@@ -275,14 +318,25 @@ fn check_collisions(files: &[PackageFile]) -> Result<(), PackageError> {
     Ok(())
 }
 
-fn find_root(files: &[PackageFile]) -> Result<Option<String>, PackageError> {
+/// The root folder (`None`: the package root itself) and the path of SKILL.md inside it:
+/// `SKILL.md`, or the one file whose name is SKILL.md in another case (`skill.md`), which
+/// is read as SKILL.md and reported.
+fn find_root(files: &[PackageFile]) -> Result<(Option<String>, String), PackageError> {
     if files.is_empty() {
         return Err(PackageError::MissingSkillMd {
             hint: "the package holds no files".into(),
         });
     }
-    if files.iter().any(|f| f.path == SKILL_MD) {
-        return Ok(None);
+    // Names differing only by case were refused already, so there is at most one.
+    let instructions_in = |prefix: &str| -> Option<String> {
+        files
+            .iter()
+            .filter_map(|f| f.path.strip_prefix(prefix))
+            .find(|rest| rest.eq_ignore_ascii_case(SKILL_MD))
+            .map(str::to_string)
+    };
+    if let Some(name) = instructions_in("") {
+        return Ok((None, name));
     }
     let mut top_level = BTreeSet::new();
     for f in files {
@@ -293,34 +347,23 @@ fn find_root(files: &[PackageFile]) -> Result<Option<String>, PackageError> {
     }
     if top_level.len() == 1
         && let Some(folder) = top_level.first().and_then(|t| t.strip_suffix('/'))
+        && let Some(name) = instructions_in(&format!("{folder}/"))
     {
-        let inner = format!("{folder}/{SKILL_MD}");
-        if files.iter().any(|f| f.path == inner) {
-            return Ok(Some(folder.to_string()));
-        }
+        return Ok((Some(folder.to_string()), name));
     }
     let nested_skill_md = files.iter().any(|f| {
         f.path
             .split_once('/')
-            .is_some_and(|(_, rest)| rest == SKILL_MD)
+            .is_some_and(|(_, rest)| rest.eq_ignore_ascii_case(SKILL_MD))
     });
     if nested_skill_md {
         return Err(PackageError::AmbiguousRoot {
             top_level: top_level.into_iter().take(20).collect(),
         });
     }
-    let wrong_case = files.iter().find(|f| {
-        let base = f.path.rsplit('/').next().unwrap_or_default();
-        base.eq_ignore_ascii_case(SKILL_MD) && f.path.matches('/').count() <= 1
-    });
-    let hint = match wrong_case {
-        Some(f) => format!(
-            "found `{}`: the file must be named exactly SKILL.md",
-            f.path
-        ),
-        None => String::new(),
-    };
-    Err(PackageError::MissingSkillMd { hint })
+    Err(PackageError::MissingSkillMd {
+        hint: String::new(),
+    })
 }
 
 #[cfg(test)]

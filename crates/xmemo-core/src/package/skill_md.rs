@@ -3,7 +3,7 @@
 //! # Format read
 //! ```text
 //! ---                        <- first line (after an optional UTF-8 BOM), only `---`
-//! name: deploy               <- YAML mapping; `name` and `description` are required strings
+//! name: deploy               <- YAML mapping; `name` and `description` are text
 //! description: How we deploy
 //! license: MIT               <- every other key is kept in `metadata`, values as JSON
 //! ---                        <- the first later line that is exactly `---` closes it
@@ -15,20 +15,30 @@
 //!   delimiters are recognised and a CRLF body is kept byte for byte, so the canonical hash
 //!   is of exactly what was imported.
 //! - The frontmatter is capped at [`FRONTMATTER_MAX_BYTES`] before the YAML parser sees it.
-//! - YAML is parsed together with its opening `---` line, so error line/column numbers are
-//!   those of SKILL.md itself.
-//! - YAML values become JSON: integers stay integers, floats must be finite, mapping keys
-//!   must be strings (numbers and booleans are turned into their text), tags (`!x`) are
-//!   refused. Aliases are expanded (with the parser's repetition limit).
+//! - Error line/column numbers are those of SKILL.md itself.
+//! - YAML values become JSON: integers stay integers, mapping keys are text.
+//!
+//! # Lenient reading
+//! What real authors write is read when its intent is plain, and every such repair is
+//! returned as a [`Repair`] (docs/packages.md, "Repairs"): a missing, unopened, unclosed or
+//! late frontmatter ([`locate`]); YAML that strict parsers refuse (`frontmatter.rs`); a
+//! missing `name` (from the first heading, else the folder, else the slug) or `description`
+//! (from the first paragraph), and either one cut at its SPEC §1 limit. What is ambiguous
+//! is still refused, with its line and column. The repairs are a function of the bytes, so
+//! the same file always gives the same content.
 //!
 //! # Format written
 //! [`render_skill_md`] writes `---\n`, the YAML of `name`, `description` and the metadata
 //! keys in sorted order, `---\n`, one empty line, then the body verbatim. It checks that
-//! parsing its output gives back exactly its input and refuses otherwise, so an export is
-//! lossless or fails loudly.
+//! parsing its output gives back exactly its input, with no repair, and refuses otherwise,
+//! so an export is lossless or fails loudly.
 
+use super::derive::{cut_chars, first_heading, first_paragraph};
 use super::error::PackageError;
-use serde_json::{Map, Number, Value};
+use super::frontmatter;
+use super::repair::{Repair, RepairKind};
+use crate::limits::{DESCRIPTION_MAX_CHARS, NAME_MAX_CHARS};
+use serde_json::{Map, Value};
 
 /// Largest YAML frontmatter accepted (bytes between the two `---` lines).
 pub const FRONTMATTER_MAX_BYTES: usize = 65_536;
@@ -37,6 +47,9 @@ pub const FRONTMATTER_MAX_BYTES: usize = 65_536;
 pub const SKILL_MD: &str = "SKILL.md";
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// How many lines may come before a frontmatter that does not open the file.
+const LEADING_LINES_MAX: usize = 10;
 
 /// The content of a SKILL.md file.
 #[derive(Debug, Clone, PartialEq)]
@@ -48,10 +61,27 @@ pub struct ParsedSkillMd {
     pub metadata: Map<String, Value>,
     /// The instruction body, verbatim.
     pub body: String,
+    /// What was repaired to read the file, in the order the rules ran (empty for a file
+    /// that is exactly what the format asks for).
+    pub repairs: Vec<Repair>,
+}
+
+/// Where a missing `name` may come from when the body has no heading.
+#[derive(Debug, Clone, Default)]
+pub struct NameHints {
+    /// The skill's folder (a package's top folder, a repository path's last folder).
+    pub folder: Option<String>,
+    /// The slug the skill is imported as, when the caller asked for one.
+    pub slug: Option<String>,
 }
 
 /// Parses SKILL.md bytes. Errors name `SKILL.md` (or the `name` / `description` field).
 pub fn parse_skill_md(bytes: &[u8]) -> Result<ParsedSkillMd, PackageError> {
+    parse_skill_md_with(bytes, &NameHints::default())
+}
+
+/// [`parse_skill_md`] with somewhere to take a missing name from.
+pub fn parse_skill_md_with(bytes: &[u8], hints: &NameHints) -> Result<ParsedSkillMd, PackageError> {
     let (bytes, bom_len) = match bytes.strip_prefix(BOM) {
         Some(rest) => (rest, BOM.len()),
         None => (bytes, 0),
@@ -64,185 +94,406 @@ pub fn parse_skill_md(bytes: &[u8]) -> Result<ParsedSkillMd, PackageError> {
             line: bytes[..valid].iter().filter(|b| **b == b'\n').count() as u64 + 1,
         }
     })?;
-    let (yaml_with_opening, after) = split_frontmatter(text)?;
-    let frontmatter = parse_frontmatter(yaml_with_opening)?;
-    let body = after
-        .strip_prefix("\r\n")
-        .or_else(|| after.strip_prefix('\n'))
-        .unwrap_or(after)
-        .to_string();
+    let mut repairs = Vec::new();
+    let located = locate(text, &mut repairs)?;
+    let mut fm = match &located.yaml {
+        Some((yaml, first_line)) => frontmatter::read(yaml, *first_line, &mut repairs)?,
+        None => Default::default(),
+    };
+    let body = located.body;
+    let name = text_field(
+        "name",
+        fm.values.remove("name"),
+        fm.raw_name.take(),
+        &mut repairs,
+    )?;
+    let description = text_field(
+        "description",
+        fm.values.remove("description"),
+        fm.raw_description.take(),
+        &mut repairs,
+    )?;
+    let name = match name {
+        Some(name) => name,
+        None => derive_name(&body, hints, located.yaml.is_some(), &mut repairs)?,
+    };
+    let description = match description {
+        Some(d) => d,
+        None => {
+            let Some(paragraph) = first_paragraph(&body) else {
+                return Err(PackageError::MissingField {
+                    field: "description".into(),
+                });
+            };
+            repairs.push(Repair::new(
+                RepairKind::DescriptionFromBody,
+                "description",
+                missing("description", located.yaml.is_some()),
+                "taken from the first paragraph of the instructions",
+            ));
+            paragraph
+        }
+    };
+    let name = cut(
+        name,
+        "name",
+        NAME_MAX_CHARS,
+        RepairKind::NameCut,
+        &mut repairs,
+    );
+    let description = cut(
+        description,
+        "description",
+        DESCRIPTION_MAX_CHARS,
+        RepairKind::DescriptionCut,
+        &mut repairs,
+    );
     Ok(ParsedSkillMd {
-        name: frontmatter.0,
-        description: frontmatter.1,
-        metadata: frontmatter.2,
+        name,
+        description,
+        metadata: fm.values,
         body,
+        repairs,
     })
 }
 
-/// Returns (`---` line + YAML text, everything after the closing line).
-fn split_frontmatter(text: &str) -> Result<(&str, &str), PackageError> {
-    let mut lines = text.split_inclusive('\n');
-    let opening = lines.next().unwrap_or_default();
-    if strip_eol(opening).trim_end_matches([' ', '\t']) != "---" || !opening.ends_with('\n') {
-        return Err(PackageError::frontmatter(
-            "must start with a `---` line opening the YAML frontmatter (name, description)",
-        ));
+fn missing(field: &str, had_frontmatter: bool) -> String {
+    if had_frontmatter {
+        format!("the frontmatter has no `{field}` (or an empty one)")
+    } else {
+        format!("there is no frontmatter to take `{field}` from")
     }
-    let mut offset = opening.len();
-    for line in lines {
-        if strip_eol(line).trim_end_matches([' ', '\t']) == "---" {
-            let yaml_len = offset - opening.len();
-            if yaml_len > FRONTMATTER_MAX_BYTES {
-                return Err(PackageError::FrontmatterTooLarge {
-                    limit: FRONTMATTER_MAX_BYTES as u64,
-                    actual: yaml_len as u64,
-                });
+}
+
+/// `name` / `description` as text: a string as it is; a number, boolean or list as the
+/// text written after the key (reported); missing, `null` or blank → `None`.
+fn text_field(
+    field: &str,
+    value: Option<Value>,
+    raw: Option<String>,
+    repairs: &mut Vec<Repair>,
+) -> Result<Option<String>, PackageError> {
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok((!s.trim().is_empty()).then_some(s)),
+        Some(other) => {
+            let what = match other {
+                Value::Number(_) => "a number",
+                Value::Bool(_) => "a boolean",
+                Value::Array(_) => "a list",
+                _ => "a mapping",
+            };
+            let Some(raw) = raw.filter(|r| !r.trim().is_empty()) else {
+                return Err(PackageError::frontmatter(format!(
+                    "`{field}` must be a text value (quote it if it looks like a number or a \
+                     boolean)"
+                )));
+            };
+            repairs.push(Repair::new(
+                RepairKind::NotText,
+                field,
+                format!("YAML reads `{field}` as {what}"),
+                format!("kept as the text written: \"{raw}\""),
+            ));
+            Ok(Some(raw))
+        }
+    }
+}
+
+fn derive_name(
+    body: &str,
+    hints: &NameHints,
+    had_frontmatter: bool,
+    repairs: &mut Vec<Repair>,
+) -> Result<String, PackageError> {
+    let problem = missing("name", had_frontmatter);
+    if let Some(heading) = first_heading(body) {
+        repairs.push(Repair::new(
+            RepairKind::NameFromHeading,
+            "name",
+            problem,
+            "taken from the first heading of the instructions",
+        ));
+        return Ok(heading);
+    }
+    let usable = |s: &Option<String>| s.clone().filter(|s| !s.trim().is_empty());
+    if let Some(folder) = usable(&hints.folder) {
+        repairs.push(Repair::new(
+            RepairKind::NameFromFolder,
+            "name",
+            format!("{problem}, and the instructions have no heading"),
+            "taken from the skill's folder name",
+        ));
+        return Ok(folder);
+    }
+    if let Some(slug) = usable(&hints.slug) {
+        repairs.push(Repair::new(
+            RepairKind::NameFromSlug,
+            "name",
+            format!("{problem}, the instructions have no heading and there is no folder"),
+            "taken from the slug it is imported as",
+        ));
+        return Ok(slug);
+    }
+    Err(PackageError::MissingField {
+        field: "name".into(),
+    })
+}
+
+fn cut(
+    text: String,
+    field: &str,
+    max: usize,
+    kind: RepairKind,
+    repairs: &mut Vec<Repair>,
+) -> String {
+    match cut_chars(&text, max) {
+        None => text,
+        Some(short) => {
+            repairs.push(Repair::new(
+                kind,
+                field,
+                format!(
+                    "{} characters, more than the {max} allowed",
+                    text.chars().count()
+                ),
+                format!("cut at {max} characters, ending with `…`"),
+            ));
+            short
+        }
+    }
+}
+
+/// Where the frontmatter is, and the body around it.
+struct Located<'a> {
+    /// The frontmatter text and the SKILL.md line it starts on; `None` without one.
+    yaml: Option<(&'a str, usize)>,
+    body: String,
+}
+
+/// Finds the frontmatter: at the top between `---` lines (the format); else, reported, one
+/// that is never closed (it ends at its first blank line), one preceded by a few lines,
+/// `key: value` lines at the top without the opening `---`, or none at all.
+fn locate<'a>(text: &'a str, repairs: &mut Vec<Repair>) -> Result<Located<'a>, PackageError> {
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let is_delimiter = |line: &str| strip_eol(line).trim_end_matches([' ', '\t']) == "---";
+    let opens = lines
+        .first()
+        .is_some_and(|l| is_delimiter(l) && l.ends_with('\n'));
+    if opens {
+        let start = lines[0].len();
+        return Ok(match closing(&lines, 1, is_delimiter) {
+            Some((close, after)) => {
+                check_size(close - start)?;
+                Located {
+                    yaml: Some((&text[start..close], 2)),
+                    body: drop_one_break(&text[after..]).to_string(),
+                }
             }
-            return Ok((&text[..offset], &text[offset + line.len()..]));
+            None => {
+                check_size(text.len() - start)?;
+                match key_block(&lines, 1) {
+                    Some(end) => {
+                        let end_byte = offset_of(&lines, end);
+                        repairs.push(
+                            Repair::new(
+                                RepairKind::FrontmatterNotClosed,
+                                "frontmatter",
+                                "the `---` on line 1 is never closed by another `---` line",
+                                format!(
+                                    "the frontmatter ends at line {end} (its first line that is \
+                                     not `key: value`); the rest is the instructions"
+                                ),
+                            )
+                            .at(1),
+                        );
+                        Located {
+                            yaml: Some((&text[start..end_byte], 2)),
+                            body: drop_blank_line(&text[end_byte..]).to_string(),
+                        }
+                    }
+                    None => {
+                        repairs.push(no_frontmatter(
+                            "the `---` on line 1 is never closed, and no `key: value` line \
+                             follows it",
+                        ));
+                        Located {
+                            yaml: None,
+                            body: text.to_string(),
+                        }
+                    }
+                }
+            }
+        });
+    }
+    // A frontmatter after a few leading lines (a comment, a quote, blank lines).
+    for (i, line) in lines.iter().enumerate().take(LEADING_LINES_MAX) {
+        if strip_eol(line).trim_start().starts_with('#') {
+            break; // a heading: the instructions have begun
+        }
+        if i == 0 || !is_delimiter(line) || !next_key_is_name_or_description(&lines, i + 1) {
+            continue;
+        }
+        let Some((close, after)) = closing(&lines, i + 1, is_delimiter) else {
+            continue;
+        };
+        let start = offset_of(&lines, i + 1);
+        check_size(close - start)?;
+        let leading = &text[..offset_of(&lines, i)];
+        let kept = !leading.trim().is_empty();
+        repairs.push(
+            Repair::new(
+                RepairKind::FrontmatterNotAtStart,
+                "frontmatter",
+                format!("the frontmatter opens on line {} instead of line 1", i + 1),
+                if kept {
+                    "read from there; the lines before it are kept at the start of the \
+                     instructions"
+                } else {
+                    "read from there; the blank lines before it are dropped"
+                },
+            )
+            .at(i + 1),
+        );
+        let rest = drop_one_break(&text[after..]);
+        return Ok(Located {
+            yaml: Some((&text[start..close], i + 2)),
+            body: if kept {
+                format!("{leading}{rest}")
+            } else {
+                rest.to_string()
+            },
+        });
+    }
+    // `name:` / `description:` lines at the top without the opening `---`.
+    if next_key_is_name_or_description(&lines, 0)
+        && lines.first().is_some_and(|l| !l.trim().is_empty())
+        && let Some(end) = key_block(&lines, 0)
+    {
+        let end_byte = offset_of(&lines, end);
+        check_size(end_byte)?;
+        let closed = lines.get(end).is_some_and(|l| is_delimiter(l));
+        repairs.push(
+            Repair::new(
+                RepairKind::FrontmatterNotOpened,
+                "frontmatter",
+                "the file starts with `key: value` lines but no `---` line opens them",
+                if closed {
+                    "read them as the frontmatter, up to the `---` line that closes them"
+                } else {
+                    "read them as the frontmatter, up to their first blank line"
+                },
+            )
+            .at(1),
+        );
+        let body = match lines.get(end) {
+            Some(line) if closed => drop_one_break(&text[end_byte + line.len()..]),
+            _ => drop_blank_line(&text[end_byte..]),
+        };
+        return Ok(Located {
+            yaml: Some((&text[..end_byte], 1)),
+            body: body.to_string(),
+        });
+    }
+    repairs.push(no_frontmatter(
+        "SKILL.md has no frontmatter (it does not start with a `---` line)",
+    ));
+    Ok(Located {
+        yaml: None,
+        body: text.to_string(),
+    })
+}
+
+fn no_frontmatter(problem: &str) -> Repair {
+    Repair::new(
+        RepairKind::FrontmatterMissing,
+        "frontmatter",
+        problem,
+        "the whole file is the instructions; name and description come from it",
+    )
+}
+
+/// The byte range end of the frontmatter and the start of what follows its closing line,
+/// for a frontmatter whose text starts at line index `from`.
+fn closing(
+    lines: &[&str],
+    from: usize,
+    is_delimiter: impl Fn(&str) -> bool,
+) -> Option<(usize, usize)> {
+    let mut offset = offset_of(lines, from);
+    for line in &lines[from..] {
+        if is_delimiter(line) {
+            return Some((offset, offset + line.len()));
         }
         offset += line.len();
     }
-    if offset - opening.len() > FRONTMATTER_MAX_BYTES {
+    None
+}
+
+/// From line index `from`, the `key: value` lines and their continuations (indented
+/// lines, `- item` lines); returns the index of the first line past them, when
+/// at least one key line was seen.
+fn key_block(lines: &[&str], from: usize) -> Option<usize> {
+    let mut saw_key = false;
+    for (i, line) in lines.iter().enumerate().skip(from) {
+        let l = strip_eol(line);
+        let continues = saw_key && (l.starts_with([' ', '\t']) || l.starts_with("- ") || l == "-");
+        let key = super::frontmatter::key_of_line(l).is_some();
+        if l.trim().is_empty() || !(key || continues) {
+            return saw_key.then_some(i);
+        }
+        saw_key |= key;
+    }
+    saw_key.then_some(lines.len())
+}
+
+fn next_key_is_name_or_description(lines: &[&str], from: usize) -> bool {
+    lines
+        .iter()
+        .skip(from)
+        .map(|l| strip_eol(l))
+        .find(|l| !l.trim().is_empty())
+        .and_then(super::frontmatter::key_of_line)
+        .is_some_and(|k| k == "name" || k == "description")
+}
+
+fn offset_of(lines: &[&str], index: usize) -> usize {
+    lines[..index.min(lines.len())]
+        .iter()
+        .map(|l| l.len())
+        .sum()
+}
+
+fn check_size(len: usize) -> Result<(), PackageError> {
+    if len > FRONTMATTER_MAX_BYTES {
         return Err(PackageError::FrontmatterTooLarge {
             limit: FRONTMATTER_MAX_BYTES as u64,
-            actual: (offset - opening.len()) as u64,
+            actual: len as u64,
         });
     }
-    Err(PackageError::frontmatter(
-        "the YAML frontmatter is not closed by a `---` line",
-    ))
+    Ok(())
+}
+
+/// One line break right after the closing line is not part of the body.
+fn drop_one_break(after: &str) -> &str {
+    after
+        .strip_prefix("\r\n")
+        .or_else(|| after.strip_prefix('\n'))
+        .unwrap_or(after)
+}
+
+/// The blank line that ended a frontmatter without a closing `---` is not part of the
+/// body either.
+fn drop_blank_line(rest: &str) -> &str {
+    match rest.split_inclusive('\n').next() {
+        Some(line) if line.trim().is_empty() => &rest[line.len()..],
+        _ => rest,
+    }
 }
 
 fn strip_eol(line: &str) -> &str {
     let line = line.strip_suffix('\n').unwrap_or(line);
     line.strip_suffix('\r').unwrap_or(line)
-}
-
-type Frontmatter = (String, String, Map<String, Value>);
-
-fn parse_frontmatter(yaml: &str) -> Result<Frontmatter, PackageError> {
-    let value: yaml_serde::Value = yaml_serde::from_str(yaml).map_err(yaml_error)?;
-    let yaml_serde::Value::Mapping(mapping) = value else {
-        return Err(PackageError::frontmatter(
-            "the YAML frontmatter must be a mapping with `name` and `description`",
-        ));
-    };
-    let mut metadata = Map::new();
-    let mut name = None;
-    let mut description = None;
-    for (key, value) in mapping {
-        let key = json_key(&key, "")?;
-        match key.as_str() {
-            "name" | "description" => {
-                let text = match value {
-                    yaml_serde::Value::String(s) => s,
-                    yaml_serde::Value::Null => String::new(),
-                    _ => {
-                        return Err(PackageError::frontmatter(format!(
-                            "`{key}` must be a text value (quote it if it looks like a number \
-                             or a boolean)"
-                        )));
-                    }
-                };
-                if key == "name" {
-                    name = Some(text);
-                } else {
-                    description = Some(text);
-                }
-            }
-            _ => {
-                let json = to_json(value, &key)?;
-                if metadata.insert(key.clone(), json).is_some() {
-                    return Err(duplicate_key(&key));
-                }
-            }
-        }
-    }
-    let name = name
-        .filter(|n| !n.trim().is_empty())
-        .ok_or_else(|| PackageError::MissingField {
-            field: "name".into(),
-        })?;
-    let description = description
-        .filter(|d| !d.trim().is_empty())
-        .ok_or_else(|| PackageError::MissingField {
-            field: "description".into(),
-        })?;
-    Ok((name, description, metadata))
-}
-
-fn yaml_error(e: yaml_serde::Error) -> PackageError {
-    let location = e.location();
-    PackageError::Yaml {
-        line: location.as_ref().map(|l| l.line() as u64),
-        column: location.as_ref().map(|l| l.column() as u64),
-        message: e.to_string(),
-    }
-}
-
-fn duplicate_key(key: &str) -> PackageError {
-    PackageError::frontmatter(format!("duplicate key `{key}` in the YAML frontmatter"))
-}
-
-fn json_key(key: &yaml_serde::Value, at: &str) -> Result<String, PackageError> {
-    match key {
-        yaml_serde::Value::String(s) => Ok(s.clone()),
-        yaml_serde::Value::Bool(b) => Ok(b.to_string()),
-        yaml_serde::Value::Number(n) => Ok(n.to_string()),
-        _ => Err(PackageError::frontmatter(format!(
-            "mapping keys must be text (at `{}`)",
-            if at.is_empty() { "top level" } else { at }
-        ))),
-    }
-}
-
-fn to_json(value: yaml_serde::Value, at: &str) -> Result<Value, PackageError> {
-    Ok(match value {
-        yaml_serde::Value::Null => Value::Null,
-        yaml_serde::Value::Bool(b) => Value::Bool(b),
-        yaml_serde::Value::Number(n) => {
-            if let Some(i) = n.as_i64() {
-                Value::from(i)
-            } else if let Some(u) = n.as_u64() {
-                Value::from(u)
-            } else {
-                n.as_f64()
-                    .and_then(Number::from_f64)
-                    .map(Value::Number)
-                    .ok_or_else(|| {
-                        PackageError::frontmatter(format!(
-                            "`{at}`: only finite numbers are supported (no .inf or .nan)"
-                        ))
-                    })?
-            }
-        }
-        yaml_serde::Value::String(s) => Value::String(s),
-        yaml_serde::Value::Sequence(items) => Value::Array(
-            items
-                .into_iter()
-                .enumerate()
-                .map(|(i, v)| to_json(v, &format!("{at}[{i}]")))
-                .collect::<Result<_, _>>()?,
-        ),
-        yaml_serde::Value::Mapping(mapping) => {
-            let mut object = Map::new();
-            for (k, v) in mapping {
-                let key = json_key(&k, at)?;
-                let path = format!("{at}.{key}");
-                let json = to_json(v, &path)?;
-                if object.insert(key, json).is_some() {
-                    return Err(duplicate_key(&path));
-                }
-            }
-            Value::Object(object)
-        }
-        yaml_serde::Value::Tagged(tagged) => {
-            return Err(PackageError::frontmatter(format!(
-                "`{at}`: YAML tags ({}) are not supported",
-                tagged.tag
-            )));
-        }
-    })
 }
 
 /// Writes a SKILL.md for export (see the module documentation for the layout). Refuses
@@ -288,7 +539,8 @@ pub fn render_skill_md(
             e.message()
         ))
     })?;
-    if reparsed.name != name
+    if !reparsed.repairs.is_empty()
+        || reparsed.name != name
         || reparsed.description != description
         || &reparsed.metadata != metadata
         || reparsed.body != body
@@ -348,33 +600,55 @@ mod tests {
     }
 
     #[test]
-    fn errors() {
+    fn what_cannot_be_repaired_is_refused() {
+        // nothing to take a description from
         let e = parse("name: a\n").unwrap_err();
-        assert_eq!(e.kind(), "frontmatter");
-        let e = parse("---\nname: a\ndescription: b\n").unwrap_err();
-        assert!(e.to_string().contains("not closed"), "{e}");
+        assert_eq!(
+            (e.kind(), e.field().as_str()),
+            ("missing_field", "description")
+        );
+        let e = parse("# Only a heading\n").unwrap_err();
+        assert_eq!(e.field(), "description");
+        // no name: no heading, no folder, no slug
         let e = parse("---\ndescription: b\n---\nx").unwrap_err();
         assert_eq!(e.field(), "name");
-        let e = parse("---\nname: a\ndescription: ''\n---\nx").unwrap_err();
-        assert_eq!(e.field(), "description");
-        let e = parse("---\nname: 12\ndescription: b\n---\nx").unwrap_err();
+        // a name that is a multi-line list has no one-line text form
+        let e = parse("---\nname:\n  - a\n  - b\ndescription: b\n---\nx").unwrap_err();
         assert!(e.to_string().contains("text value"), "{e}");
-        let e = parse("---\n- a\n---\nx").unwrap_err();
-        assert!(e.to_string().contains("mapping"), "{e}");
-        let e = parse("---\nname: a\ndescription: b\nx: !tag 1\n---\nx").unwrap_err();
+        // multi-line values with no JSON form
+        let e = parse("---\nname: a\ndescription: b\nx: !tag\n  k: 1\n---\nx").unwrap_err();
         assert!(e.to_string().contains("tags"), "{e}");
-        let e = parse("---\nname: a\ndescription: b\nx: .inf\n---\nx").unwrap_err();
+        let e = parse("---\nname: a\ndescription: b\nx:\n  - .inf\n---\nx").unwrap_err();
         assert!(e.to_string().contains("finite"), "{e}");
     }
 
     #[test]
+    fn plain_intent_is_repaired_and_reported() {
+        let p = parse("---\nname: a\ndescription: b\n").unwrap();
+        assert_eq!((p.name.as_str(), p.body.as_str()), ("a", ""));
+        assert_eq!(p.repairs[0].kind, RepairKind::FrontmatterNotClosed);
+        let p = parse("---\nname: 12\ndescription: b\n---\nx").unwrap();
+        assert_eq!(p.name, "12");
+        assert_eq!(p.repairs[0].kind, RepairKind::NotText);
+        let p = parse("---\nname: a\ndescription: b\nx: !tag 1\ny: .inf\n---\nx").unwrap();
+        assert_eq!(
+            Value::Object(p.metadata),
+            json!({"x": "!tag 1", "y": ".inf"})
+        );
+        assert!(p.repairs.iter().all(|r| r.kind == RepairKind::ValueAsText));
+        let p = parse("---\n- a\n---\n# A\n\nDoes a.").unwrap_err();
+        assert_eq!(p.kind(), "invalid_yaml");
+        let p = parse("---\nname: a\ndescription: [unclosed\n---\nbody").unwrap();
+        assert_eq!(p.description, "[unclosed");
+    }
+
+    #[test]
     fn yaml_errors_point_into_the_file() {
-        // line 3 of the file holds the broken value
-        let e = parse("---\nname: a\ndescription: [unclosed\n---\nbody").unwrap_err();
+        // line 3 of the file holds the quote that never closes
+        let e = parse("---\nname: a\ndescription: \"unclosed\n---\nbody").unwrap_err();
         match &e {
             PackageError::Yaml { line, column, .. } => {
-                assert!(line.is_some() && column.is_some(), "{e}");
-                assert!(line.unwrap() >= 3, "{e}");
+                assert_eq!((*line, *column), (Some(3), Some(14)), "{e}");
             }
             other => panic!("{other:?}"),
         }
@@ -384,6 +658,12 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(e.to_string().contains("line 3"), "{e}");
+        // a late frontmatter: still lines of the file
+        let e = parse("<!-- c -->\n---\nname: a\ndescription: b\n  k: v\n---\nbody").unwrap_err();
+        match &e {
+            PackageError::Yaml { line, .. } => assert_eq!(*line, Some(5), "{e}"),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

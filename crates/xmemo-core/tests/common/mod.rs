@@ -346,3 +346,89 @@ pub fn file_list(files: &[PackageFile]) -> Vec<u8> {
     }
     out
 }
+
+// ---- the ClawHub corpus ----------------------------------------------------------------
+
+/// `tests/corpus/clawhub` of this repository (1,635 SKILL.md files by several hundred
+/// authors, MIT, test data), or `XMEMO_CLAWHUB_DIR`. It ships with the clone, so a missing
+/// one fails the test.
+pub fn clawhub_dir() -> PathBuf {
+    let dir = std::env::var_os("XMEMO_CLAWHUB_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/corpus/clawhub")
+        });
+    assert!(
+        dir.join("skills").is_dir(),
+        "the ClawHub corpus is missing at {} (it ships with the repository in \
+         tests/corpus/clawhub; XMEMO_CLAWHUB_DIR overrides the path)",
+        dir.display()
+    );
+    dir
+}
+
+/// One instructions file of the ClawHub corpus: its folder relative to `skills/`, the
+/// folder's own name, the file's name (`SKILL.md`, or `skill.md` in another case) and bytes.
+pub struct ClawhubFile {
+    pub folder: String,
+    pub name: String,
+    pub file_name: String,
+    pub bytes: Vec<u8>,
+}
+
+/// Every file named SKILL.md in any case under `skills/`, sorted by folder.
+pub fn clawhub_files() -> Vec<ClawhubFile> {
+    let root = clawhub_dir().join("skills");
+    let mut out = Vec::new();
+    for file in read_tree(&root) {
+        let (folder, file_name) = file.path.rsplit_once('/').unwrap_or(("", &file.path));
+        if !file_name.eq_ignore_ascii_case("SKILL.md") {
+            continue;
+        }
+        out.push(ClawhubFile {
+            folder: folder.to_string(),
+            name: folder.rsplit('/').next().unwrap_or(folder).to_string(),
+            file_name: file_name.to_string(),
+            bytes: file.bytes,
+        });
+    }
+    out.sort_by(|a, b| a.folder.cmp(&b.folder));
+    assert!(
+        out.len() >= 1_600,
+        "expected the whole ClawHub corpus in {}, found {} files",
+        root.display(),
+        out.len()
+    );
+    out
+}
+
+/// The SPEC §1 hard limit a refusal is, by its code, field and limit (`None`: something
+/// else refused the file).
+pub fn hard_limit(e: &xmemo_core::package::PackageError) -> Option<&'static str> {
+    use xmemo_core::ErrorCode;
+    use xmemo_core::limits::*;
+    let field = e.field();
+    let message = e.message();
+    if message.contains("control character") {
+        return Some("control characters");
+    }
+    match (e.code(), field.as_str(), e.limit()) {
+        (ErrorCode::PayloadTooLarge, "instruction_body", Some(l))
+            if l == INSTRUCTION_BODY_MAX_BYTES as u64 =>
+        {
+            Some("instructions over 64 KiB")
+        }
+        (ErrorCode::ValidationError, "instruction_body", None)
+            if message.contains("must not be empty") =>
+        {
+            Some("empty instructions")
+        }
+        (ErrorCode::ValidationError, "components", Some(l)) if l == MAX_COMPONENTS as u64 => {
+            Some("more than 50 components")
+        }
+        (ErrorCode::PayloadTooLarge, _, Some(l)) if l == COMPONENT_MAX_BYTES as u64 => {
+            Some("a component over 128 KiB")
+        }
+        _ => None,
+    }
+}

@@ -1,6 +1,7 @@
 //! Skill packages over REST: import (`POST /imports`: a ZIP / SKILL.md body, or a repository
-//! URL as JSON), Source Capsule export, revision diff. Translation only; the rules are in
-//! `service/packages.rs`.
+//! URL as JSON; one skill answers `imported`, several skill folders `imported_batch`),
+//! Source Capsule export, revision diff. Translation only; the rules are in
+//! `service/imports.rs` and `service/packages.rs`.
 
 use super::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::auth::Principal;
@@ -8,7 +9,7 @@ use crate::error::ServiceError;
 use crate::http::credential::Authed;
 use crate::http::error::ApiResult;
 use crate::http::limits::BODY_LIMIT_BYTES;
-use crate::service::ImportOptions;
+use crate::service::{ImportAnswer, ImportOptions};
 use crate::state::AppState;
 use axum::Router;
 use axum::body::Bytes;
@@ -38,6 +39,8 @@ struct ImportQuery {
     expected_revision_id: Option<String>,
     /// The uploaded file's name, recorded in the revision's source.
     filename: Option<String>,
+    /// Write content another skill of the workspace already has.
+    allow_duplicates: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -48,6 +51,8 @@ struct ImportUrlRequest {
     slug: Option<String>,
     intent: Option<SaveIntent>,
     expected_revision_id: Option<String>,
+    #[serde(default)]
+    allow_duplicates: bool,
 }
 
 #[derive(Deserialize, Default)]
@@ -114,17 +119,19 @@ fn format_of(headers: &HeaderMap, body: &[u8]) -> Result<Format, ServiceError> {
     }
 }
 
-fn imported_response(imported: crate::service::Imported) -> Response {
-    let status = if imported.saved.created {
+/// 201 when a revision was written, else 200; `imported` for one skill, `imported_batch`
+/// for several.
+fn imported_response(answer: ImportAnswer) -> Response {
+    let status = if answer.wrote() {
         StatusCode::CREATED
     } else {
         StatusCode::OK
     };
-    (
-        status,
-        Json(json!({ "kind": "imported", "data": imported })),
-    )
-        .into_response()
+    let body = match answer {
+        ImportAnswer::One(imported) => json!({ "kind": "imported", "data": imported }),
+        ImportAnswer::Several(batch) => json!({ "kind": "imported_batch", "data": batch }),
+    };
+    (status, Json(body)).into_response()
 }
 
 /// `POST /imports`: a JSON body (`Content-Type: application/json`) is a URL import whose
@@ -188,22 +195,23 @@ async fn import_upload(
         intent: q.intent,
         expected_revision_id: q.expected_revision_id,
         file_name: q.filename,
+        allow_duplicates: q.allow_duplicates.unwrap_or(false),
     };
-    let imported = match format {
+    let answer = match format {
         Format::Zip => {
             state
                 .service
                 .import_archive(p, Vec::from(body), options)
                 .await?
         }
-        Format::SkillMd => {
+        Format::SkillMd => ImportAnswer::One(Box::new(
             state
                 .service
                 .import_skill_md(p, Vec::from(body), options)
-                .await?
-        }
+                .await?,
+        )),
     };
-    Ok(imported_response(imported))
+    Ok(imported_response(answer))
 }
 
 async fn import_url(state: &AppState, p: &Principal, req: ImportUrlRequest) -> ApiResult<Response> {
@@ -213,9 +221,10 @@ async fn import_url(state: &AppState, p: &Principal, req: ImportUrlRequest) -> A
         intent: req.intent,
         expected_revision_id: req.expected_revision_id,
         file_name: None,
+        allow_duplicates: req.allow_duplicates,
     };
-    let imported = state.service.import_url(p, &req.url, options).await?;
-    Ok(imported_response(imported))
+    let answer = state.service.import_url(p, &req.url, options).await?;
+    Ok(imported_response(answer))
 }
 
 async fn export(

@@ -7,6 +7,7 @@ mod accounts;
 pub mod clock;
 pub mod exec_slots;
 mod execute;
+mod imports;
 mod invitations;
 pub mod memories;
 pub mod oauth;
@@ -23,7 +24,11 @@ pub mod types;
 
 pub use access::Access;
 pub use accounts::{Audience, DEFAULT_AUTH_THROTTLE, DEFAULT_PROFILE, throttle_key};
-pub use packages::{DiffSide, ImportOptions, Imported, SkillDiff};
+pub use imports::{
+    BatchImported, BatchItem, BatchSummary, ImportAnswer, ImportOptions, ImportOutcome, Imported,
+    ItemRevision,
+};
+pub use packages::{DiffSide, SkillDiff};
 pub use page::{Page, PageRequest};
 pub use served::{Served, ServedList};
 use std::sync::Arc;

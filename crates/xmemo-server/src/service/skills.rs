@@ -115,7 +115,7 @@ impl Service {
     }
 
     /// The common tail of every save: limits, hashes, one atomic write.
-    async fn write_content(
+    pub(super) async fn write_content(
         &self,
         principal: &Principal,
         target: SaveTarget,
@@ -427,9 +427,10 @@ impl Service {
 }
 
 /// Where a save writes and the status its intent gives there.
+#[derive(Clone)]
 pub(super) struct SaveTarget {
-    workspace: Workspace,
-    status: RevisionStatus,
+    pub(super) workspace: Workspace,
+    pub(super) status: RevisionStatus,
 }
 
 /// The workspace a save goes to (default: personal) and the status its intent gives the new

@@ -6,12 +6,11 @@
 use super::fulltext::Kind;
 use super::vectors::vector_code;
 use super::{Dialect, Record, Session, SqlStore, Stmt, in_list};
+use crate::StoreResult;
 use crate::model::{
-    EmbeddedRow, EmbeddingJob, EmbeddingKind, EmbeddingLag, EmbeddingProgress, EmbeddingWork,
-    now,
+    EmbeddedRow, EmbeddingJob, EmbeddingKind, EmbeddingLag, EmbeddingProgress, EmbeddingWork, now,
 };
 use crate::vectors::{quantize, to_bytes};
-use crate::StoreResult;
 use std::collections::BTreeMap;
 
 fn kind_of(k: EmbeddingKind) -> Kind {

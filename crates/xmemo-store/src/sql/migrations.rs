@@ -76,6 +76,15 @@ macro_rules! embed_migrations {
                 sql: include_str!(concat!("../../migrations/", $dialect, "/0009_drop_fts.sql")),
             },
             $crate::migrate::Migration {
+                version: 11,
+                name: "revisions_canonical_hash",
+                sql: include_str!(concat!(
+                    "../../migrations/",
+                    $dialect,
+                    "/0011_revisions_canonical_hash.sql"
+                )),
+            },
+            $crate::migrate::Migration {
                 version: 12,
                 name: "embeddings",
                 sql: include_str!(concat!(

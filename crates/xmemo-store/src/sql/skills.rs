@@ -220,6 +220,38 @@ pub async fn shared_slugs<D: Dialect>(
         .collect()
 }
 
+/// Revisions of the workspace's skills with this canonical_hash (index
+/// `revisions_canonical_hash`), by slug then newest first.
+pub async fn content_holders<D: Dialect>(
+    store: &SqlStore<D>,
+    workspace_id: &str,
+    canonical_hash: &str,
+    limit: u32,
+) -> StoreResult<Vec<ContentHolder>> {
+    let sql = format!(
+        "SELECT s.skill_id, s.slug, r.revision_id, r.revision_number, r.status, s.latest_revision_number \
+         FROM revisions r JOIN skills s ON s.skill_id = r.skill_id \
+         WHERE r.canonical_hash = $1 AND s.workspace_id = $2 \
+         ORDER BY s.slug, r.revision_number DESC LIMIT {limit}"
+    );
+    let mut s = store.read().await?;
+    s.all(Stmt::new(sql).bind(canonical_hash).bind(workspace_id))
+        .await?
+        .iter()
+        .map(|r| {
+            let revision_number = r.int("revision_number")?;
+            Ok(ContentHolder {
+                skill_id: r.text("skill_id")?,
+                slug: r.text("slug")?,
+                revision_id: r.text("revision_id")?,
+                revision_number,
+                status: r.parsed("status")?,
+                latest: r.int("latest_revision_number")? == revision_number,
+            })
+        })
+        .collect()
+}
+
 /// Revisions waiting for review (`proposed`) in active skills of the given workspaces, oldest
 /// first, at most `limit`.
 pub async fn pending_proposals<D: Dialect>(
@@ -883,35 +915,35 @@ pub async fn search<D: Dialect>(
         .bind_all(&ids)
         .bind_all(&query.workspace_ids);
     let mut s = store.read().await?;
-    let mut found: Vec<(bool, bool, Descriptor)> = s
-        .all(stmt)
-        .await?
-        .iter()
-        .map(|r| {
-            let skill_id = r.text("skill_id")?;
-            let exact = r.flag("exact")?;
-            let (relevance, all_words, lanes) = ranked
-                .get(skill_id.as_str())
-                .copied()
-                .unwrap_or((0.0, false, Lanes::default()));
-            Ok((
-                exact,
-                all_words,
-                Descriptor {
-                    slug: r.text("slug")?,
-                    name: r.text("name")?,
-                    description: r.text("description")?,
-                    workspace_id: r.text("workspace_id")?,
-                    score: crate::search::score(exact, relevance),
-                    matched: Lanes {
-                        text: lanes.text || exact,
-                        meaning: lanes.meaning,
+    let mut found: Vec<(bool, bool, Descriptor)> =
+        s.all(stmt)
+            .await?
+            .iter()
+            .map(|r| {
+                let skill_id = r.text("skill_id")?;
+                let exact = r.flag("exact")?;
+                let (relevance, all_words, lanes) = ranked
+                    .get(skill_id.as_str())
+                    .copied()
+                    .unwrap_or((0.0, false, Lanes::default()));
+                Ok((
+                    exact,
+                    all_words,
+                    Descriptor {
+                        slug: r.text("slug")?,
+                        name: r.text("name")?,
+                        description: r.text("description")?,
+                        workspace_id: r.text("workspace_id")?,
+                        score: crate::search::score(exact, relevance),
+                        matched: Lanes {
+                            text: lanes.text || exact,
+                            meaning: lanes.meaning,
+                        },
+                        skill_id,
                     },
-                    skill_id,
-                },
-            ))
-        })
-        .collect::<StoreResult<_>>()?;
+                ))
+            })
+            .collect::<StoreResult<_>>()?;
     // Exact slug or name first, then rows holding every word, then relevance, then slug.
     found.sort_by(|a, b| {
         b.0.cmp(&a.0)

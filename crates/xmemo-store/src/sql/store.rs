@@ -326,6 +326,14 @@ impl<D: Dialect> Store for SqlStore<D> {
     ) -> StoreResult<Vec<String>> {
         skills::shared_slugs(self, workspace_ids, slugs).await
     }
+    async fn content_holders(
+        &self,
+        workspace_id: &str,
+        canonical_hash: &str,
+        limit: u32,
+    ) -> StoreResult<Vec<ContentHolder>> {
+        skills::content_holders(self, workspace_id, canonical_hash, limit).await
+    }
     async fn save_revision(&self, save: SaveRevision) -> StoreResult<SaveOutcome> {
         super::group::save(self, save).await
     }
@@ -429,7 +437,8 @@ impl<D: Dialect> Store for SqlStore<D> {
         lease_until: &str,
         limit: usize,
     ) -> StoreResult<Option<EmbeddingWork>> {
-        self.embedding_work_in(model, owner, lease_until, limit).await
+        self.embedding_work_in(model, owner, lease_until, limit)
+            .await
     }
 
     async fn embedding_save(
@@ -440,7 +449,8 @@ impl<D: Dialect> Store for SqlStore<D> {
         removed: &[(EmbeddingKind, String)],
         next: &EmbeddingProgress,
     ) -> StoreResult<bool> {
-        self.embedding_save_in(model, owner, rows, removed, next).await
+        self.embedding_save_in(model, owner, rows, removed, next)
+            .await
     }
 
     async fn embedding_lag(&self, model: &str) -> StoreResult<EmbeddingLag> {

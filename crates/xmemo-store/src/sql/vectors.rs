@@ -9,10 +9,10 @@
 
 use super::fulltext::{Kind, VECTOR_KIND_OFFSET};
 use super::{Dialect, Record, Session, SqlStore, Stmt, in_list};
+use crate::StoreResult;
 use crate::fulltext::Hit;
 use crate::model::Semantic;
 use crate::vectors::{Quantized, VectorIndex, from_bytes, fuse, quantize};
-use crate::StoreResult;
 
 /// Candidates each lane brings to the fusion (at least; `2 × k` when more are asked for).
 const CANDIDATES: usize = 50;
@@ -105,7 +105,12 @@ impl<D: Dialect> SqlStore<D> {
                 tokio::task::yield_now().await;
             }
         }
-        tracing::debug!(model, vectors = index.len(), ms = started.elapsed().as_millis() as u64, "vectors loaded");
+        tracing::debug!(
+            model,
+            vectors = index.len(),
+            ms = started.elapsed().as_millis() as u64,
+            "vectors loaded"
+        );
         *self.fulltext.vectors_write() = Some(index);
         Ok(())
     }

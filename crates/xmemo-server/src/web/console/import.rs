@@ -1,16 +1,20 @@
-//! Import: upload a SKILL.md or a ZIP (a skill folder or a Source Capsule), or name a GitHub
-//! or ClawHub URL; the service reads, checks (hostile archives write nothing) and saves it.
+//! Import: upload a SKILL.md or a ZIP (a skill folder, a Source Capsule, or several skill
+//! folders), or name a GitHub or ClawHub URL; the service reads, checks (hostile archives
+//! write nothing) and saves it. A clean import of one skill goes to its page; one with
+//! warnings, a duplicate, or several skills shows what happened to each first (#24: nothing
+//! is repaired silently).
 
-use super::{Chrome, PageResult, Signed, posted, render, see_other, workspaces};
+use super::{Chrome, PageResult, Signed, posted, render, see_other, skill_link, workspaces};
 use crate::error::ServiceError;
-use crate::service::ImportOptions;
 use crate::service::types::WorkspaceView;
+use crate::service::{BatchImported, ImportAnswer, ImportOptions, ImportOutcome, Imported};
 use crate::state::AppState;
 use askama::Template;
 use axum::extract::{Multipart, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use xmemo_core::SaveIntent;
+use xmemo_core::package::Repair;
 
 #[derive(Template)]
 #[template(path = "console/import.html")]
@@ -82,6 +86,7 @@ pub async fn submit(
         }),
         expected_revision_id: None,
         file_name: None,
+        allow_duplicates: text("allow_duplicates") == "1",
     };
     let url = text("url");
     let file = fields.iter().find(|(k, f, v)| {
@@ -107,6 +112,7 @@ pub async fn submit(
                     .service
                     .import_skill_md(&ctx.principal, bytes.clone(), options)
                     .await
+                    .map(|i| ImportAnswer::One(Box::new(i)))
             }
         }
         (None, false) => {
@@ -120,16 +126,119 @@ pub async fn submit(
             "file",
         )),
     };
-    let imported = result.map_err(ctx.fail("skills"))?;
-    let notice = if imported.saved.created {
-        "imported"
-    } else {
-        "unchanged"
-    };
-    Ok(see_other(&super::skill_link(
-        &imported.saved.workspace,
-        &imported.saved.slug,
-        "",
-        &[("rev", &imported.saved.revision_id), ("notice", notice)],
-    )))
+    let answer = result.map_err(ctx.fail("skills"))?;
+    let chrome = Some(ctx.chrome("skills"));
+    match answer {
+        ImportAnswer::One(imported)
+            if imported.warnings.is_empty() && imported.outcome != ImportOutcome::Duplicate =>
+        {
+            let notice = if imported.saved.created {
+                "imported"
+            } else {
+                "unchanged"
+            };
+            Ok(see_other(&skill_link(
+                &imported.saved.workspace,
+                &imported.saved.slug,
+                "",
+                &[("rev", &imported.saved.revision_id), ("notice", notice)],
+            )))
+        }
+        ImportAnswer::One(imported) => Ok(render(
+            StatusCode::OK,
+            &ImportedPage::one(chrome, &imported),
+        )),
+        ImportAnswer::Several(batch) => Ok(render(
+            StatusCode::OK,
+            &ImportedPage::several(chrome, &batch),
+        )),
+    }
+}
+
+/// What an import did, skill by skill.
+#[derive(Template)]
+#[template(path = "console/imported.html")]
+struct ImportedPage {
+    chrome: Option<Chrome>,
+    /// `(label, count)` for several skills; empty for one.
+    summary: Vec<(&'static str, usize)>,
+    rows: Vec<ImportedRow>,
+    ignored_files: usize,
+}
+
+struct ImportedRow {
+    path: String,
+    slug: String,
+    /// The skill's page, when the import left a revision to look at.
+    link: Option<String>,
+    outcome: &'static str,
+    same_content_as: Option<(String, String)>,
+    warnings: Vec<Repair>,
+    error: Option<String>,
+}
+
+impl ImportedPage {
+    fn one(chrome: Option<Chrome>, i: &Imported) -> Self {
+        let ws = &i.saved.workspace;
+        let link = (i.outcome != ImportOutcome::Duplicate)
+            .then(|| skill_link(ws, &i.saved.slug, "", &[("rev", &i.saved.revision_id)]));
+        Self {
+            chrome,
+            summary: vec![],
+            rows: vec![ImportedRow {
+                path: String::new(),
+                slug: i.saved.slug.clone(),
+                link,
+                outcome: i.outcome.as_str(),
+                same_content_as: i
+                    .same_content_as
+                    .as_ref()
+                    .map(|s| (s.clone(), skill_link(ws, s, "", &[]))),
+                warnings: i.warnings.clone(),
+                error: None,
+            }],
+            ignored_files: 0,
+        }
+    }
+
+    fn several(chrome: Option<Chrome>, b: &BatchImported) -> Self {
+        let s = &b.summary;
+        let ws = &b.workspace;
+        Self {
+            chrome,
+            summary: vec![
+                ("skills", s.skills),
+                ("imported", s.imported),
+                ("unchanged", s.unchanged),
+                ("duplicates", s.duplicates),
+                ("repaired", s.repaired),
+                ("refused", s.refused),
+            ],
+            rows: b
+                .results
+                .iter()
+                .map(|item| ImportedRow {
+                    path: item.path.clone(),
+                    slug: item.slug.clone(),
+                    link: item
+                        .revision
+                        .as_ref()
+                        .filter(|_| item.outcome != ImportOutcome::Duplicate)
+                        .map(|r| skill_link(ws, &item.slug, "", &[("rev", &r.revision_id)])),
+                    outcome: item.outcome.as_str(),
+                    same_content_as: item
+                        .same_content_as
+                        .as_ref()
+                        .map(|s| (s.clone(), skill_link(ws, s, "", &[]))),
+                    warnings: item.warnings.clone(),
+                    error: item
+                        .error
+                        .as_ref()
+                        .and_then(|e| e["message"].as_str())
+                        .map(str::to_string),
+                })
+                .collect(),
+            ignored_files: b.ignored_files,
+        }
+    }
 }
