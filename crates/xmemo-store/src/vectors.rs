@@ -395,8 +395,10 @@ mod tests {
         // All text or all meaning.
         let text_only = fuse(&lexical, &nearest, |k| sims.get(k).copied(), 1.0, None, 1);
         assert_eq!(text_only[0].key, "text-only");
-        let meaning = fuse(&lexical, &nearest, |k| sims.get(k).copied(), 0.0, None, 2);
-        assert_eq!(meaning[0].key, "text-only", "no vector: text alone");
-        assert_eq!(meaning[1].key, "both");
+        // Meaning alone: the nearest row leads, and the row without a vector keeps its text
+        // score (the best, 1.0: a tie, broken by key).
+        let meaning = fuse(&lexical, &nearest, |k| sims.get(k).copied(), 0.0, None, 3);
+        let keys: Vec<&str> = meaning.iter().map(|h| h.key.as_str()).collect();
+        assert_eq!(keys, vec!["both", "text-only", "meaning-only"]);
     }
 }
