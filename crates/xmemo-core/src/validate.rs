@@ -136,6 +136,15 @@ pub fn is_invisible_or_bidi(c: char) -> bool {
     )
 }
 
+/// `text` without control characters and invisible or bidirectional formatting marks
+/// ([`is_invisible_or_bidi`]): how names people read but others chose are shown (OAuth client
+/// names, team names), so none can display as another.
+pub fn strip_invisible(text: &str) -> String {
+    text.chars()
+        .filter(|c| !c.is_control() && !is_invisible_or_bidi(*c))
+        .collect()
+}
+
 /// The metadata object: keys follow the one-line rule and string values the multi-line
 /// rule, at every depth. Fields are named `metadata.<key>[<index>]…`.
 pub fn validate_metadata_text(

@@ -303,6 +303,7 @@ async fn join(store: &DynStore, team: &Workspace, by: &Account, who: &Account, r
                 account_id: Some(who.account_id.clone()),
                 role,
                 invited_by: by.account_id.clone(),
+                bounds: Default::default(),
             },
             AuditDraft::new("invitation.create", &actor(&by.account_id)),
         )
@@ -421,6 +422,7 @@ impl Draft {
             components: self.components.clone(),
             attribution: who.clone(),
             source: self.source.clone(),
+            quota: None,
         }
     }
 }
@@ -525,6 +527,7 @@ fn new_memory(ws: &str, who: &Attribution, c: xmemo_core::memory::MemoryContent)
         content: c,
         expires_at: None,
         attribution: who.clone(),
+        quota: None,
     }
 }
 
@@ -3193,6 +3196,7 @@ mod cases {
             account_id: account_id.map(str::to_string),
             role: Role::Viewer,
             invited_by: alice.account_id.clone(),
+            bounds: Default::default(),
         };
         let audit = || AuditDraft::new("invitation.create", &actor(&alice.account_id));
         let to_bob = store
@@ -3295,6 +3299,7 @@ mod cases {
             account_id: Some(bob.account_id.clone()),
             role,
             invited_by: alice.account_id.clone(),
+            bounds: Default::default(),
         };
         let first = store
             .create_invitation(
@@ -3409,6 +3414,7 @@ mod cases {
                             account_id: Some(bob.account_id.clone()),
                             role: Role::Viewer,
                             invited_by: alice.account_id.clone(),
+                            bounds: Default::default(),
                         },
                         AuditDraft::new("invitation.create", &actor(&alice.account_id)),
                     )
@@ -3894,6 +3900,7 @@ mod memory_cases {
             content,
             attribution: editor.clone(),
             audit: AuditDraft::new("memory.update", &editor).workspace(ws),
+            quota: None,
         };
         let updated = store.update_memory(update(1, next.clone())).await.unwrap();
         assert_eq!(updated.version, 2);
@@ -4040,6 +4047,7 @@ mod memory_cases {
                 content_hash: xmemo_core::memory::memory_content_hash(&c.content),
                 attribution: who.clone(),
                 audit: AuditDraft::new("memory.update", &who),
+                quota: None,
             })
             .await;
         conflict(forgotten_update);
@@ -4221,6 +4229,7 @@ mod memory_cases {
                         content,
                         attribution: who.clone(),
                         audit: AuditDraft::new("memory.update", &who),
+                        quota: None,
                     })
                     .await
                 })
@@ -4666,6 +4675,7 @@ mod signin_cases {
             .create_session(
                 session(&alice, 's', LATER, MUCH_LATER),
                 None,
+                None,
                 draft("session.create", &alice),
             )
             .await
@@ -4713,6 +4723,7 @@ mod signin_cases {
             .create_session(
                 session(&bob, 'x', PAST, MUCH_LATER),
                 None,
+                None,
                 draft("session.create", &bob),
             )
             .await
@@ -4720,6 +4731,7 @@ mod signin_cases {
         let first = store
             .create_session(
                 session(&alice, 'a', LATER, MUCH_LATER),
+                None,
                 None,
                 draft("session.create", &alice),
             )
@@ -4735,6 +4747,7 @@ mod signin_cases {
             .create_session(
                 session(&alice, 'b', LATER, MUCH_LATER),
                 Some(&hash('a')),
+                None,
                 draft("session.create", &alice),
             )
             .await
@@ -4806,6 +4819,7 @@ mod signin_cases {
                     token_endpoint_auth_method: "client_secret_basic".into(),
                     secret_hash: Some(hash('s')),
                     metadata: json!({"client_uri": "https://app.example"}),
+                    bounds: Default::default(),
                 },
                 AuditDraft::new("oauth.register", &Attribution::default()),
             )
@@ -4833,6 +4847,7 @@ mod signin_cases {
                     token_endpoint_auth_method: "private_key_jwt".into(),
                     secret_hash: None,
                     metadata: json!({}),
+                    bounds: Default::default(),
                 },
                 AuditDraft::new("oauth.register", &Attribution::default()),
             )
@@ -5237,6 +5252,7 @@ mod signin_cases {
             .create_session(
                 session(&alice, 's', LATER, MUCH_LATER),
                 None,
+                None,
                 draft("session.create", &alice),
             )
             .await
@@ -5299,6 +5315,7 @@ mod signin_snapshot_cases {
                     idle_expires_at: "2099-01-01T00:00:00.000Z".into(),
                     absolute_expires_at: "2099-01-01T00:00:00.000Z".into(),
                 },
+                None,
                 None,
                 AuditDraft::new("session.create", &actor(&alice.account_id)),
             )

@@ -75,6 +75,15 @@ macro_rules! embed_migrations {
                 name: "drop_fts",
                 sql: include_str!(concat!("../../migrations/", $dialect, "/0009_drop_fts.sql")),
             },
+            $crate::migrate::Migration {
+                version: 10,
+                name: "budgets_quotas",
+                sql: include_str!(concat!(
+                    "../../migrations/",
+                    $dialect,
+                    "/0010_budgets_quotas.sql"
+                )),
+            },
         ]
     };
 }

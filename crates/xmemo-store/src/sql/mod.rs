@@ -19,6 +19,7 @@ pub(crate) mod signin;
 mod skills;
 mod snapshot;
 mod store;
+mod usage;
 
 pub use driver::{Driver, Record, Stmt};
 pub(crate) use driver::{in_list, to_i64};
@@ -77,10 +78,19 @@ impl<D: Dialect> Session<D> {
         &mut self.held
     }
 
-    /// Notes a write to a cached table (only transactions write).
+    /// Notes a write to a cached table (only transactions write): the statement says so
+    /// ([`Stmt::writes_auth`]). Debug builds also check the SQL text, so a statement that
+    /// plainly writes a cached table but was not marked fails the tests that run it.
     fn watch(&mut self, stmt: &Stmt<'_>) {
-        if !self.touched_auth && matches!(self.held, Held::Tx(_)) && cache::touches_auth(stmt.sql())
-        {
+        debug_assert!(
+            stmt.is_auth_write()
+                || !matches!(self.held, Held::Tx(_))
+                || !cache::looks_like_auth_write(stmt.sql()),
+            "a statement writes a table the credential cache holds but is not marked with \
+             Stmt::writes_auth(): {}",
+            stmt.sql()
+        );
+        if stmt.is_auth_write() && matches!(self.held, Held::Tx(_)) {
             self.touched_auth = true;
         }
     }
