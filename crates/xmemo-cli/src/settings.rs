@@ -114,7 +114,7 @@ pub struct LimitsArgs {
     #[arg(long, env = "XMEMO_DOCUMENT_FETCH_LIMIT")]
     pub document_fetch_limit: Option<u32>,
     /// Writes per account and minute (saves, imports, memory writes, lifecycle changes,
-    /// teams, invitations, keys); 0 turns it off [default: 300]
+    /// teams, invitations, keys); 0 turns it off [default: 1200]
     #[arg(long, env = "XMEMO_WRITE_RATE")]
     pub write_rate: Option<u32>,
     /// Teams one account may create per day; 0 turns it off [default: 10]

@@ -136,13 +136,11 @@ pub fn is_invisible_or_bidi(c: char) -> bool {
     )
 }
 
-/// `text` without control characters and invisible or bidirectional formatting marks
-/// ([`is_invisible_or_bidi`]): how names people read but others chose are shown (OAuth client
-/// names, team names), so none can display as another.
+/// `text` without invisible or bidirectional formatting marks ([`is_invisible_or_bidi`]):
+/// how names people read but others chose are kept (OAuth client names, team names), so
+/// none can display as another. Control characters stay, for the field's own check to refuse.
 pub fn strip_invisible(text: &str) -> String {
-    text.chars()
-        .filter(|c| !c.is_control() && !is_invisible_or_bidi(*c))
-        .collect()
+    text.chars().filter(|c| !is_invisible_or_bidi(*c)).collect()
 }
 
 /// The metadata object: keys follow the one-line rule and string values the multi-line

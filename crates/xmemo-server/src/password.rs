@@ -425,7 +425,7 @@ mod tests {
 
     #[tokio::test]
     async fn one_buffer_per_slot_is_reused() {
-        let h = pool(2, 8);
+        let h = pool(2, 16);
         let stored = h.hash("correct horse").await.unwrap();
         let checks: Vec<_> = (0..12)
             .map(|i| {

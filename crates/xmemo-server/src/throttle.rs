@@ -2,14 +2,20 @@
 //! account and address, registrations, writes.
 //!
 //! A token bucket per key: `max_failures` tokens, refilled evenly over `window`. Callers
-//! **reserve** a token *before* the guarded work ([`FailureLimiter::reserve`]) and give it
-//! back when the work succeeded ([`FailureLimiter::refund`]): a check that only looked and a
-//! failure recorded after the work let every request of a burst pass the check before the
-//! first one recorded anything (16 concurrent guesses all passed a budget of one). With the
-//! reservation taken under the lock, at most the budget's tokens are ever out, however many
-//! requests arrive at once. A key with less than one token is refused until the bucket
-//! refills that far, at the cost of a map lookup. A refund gives back only the reservation
-//! it came from: a caller holding one valid credential cannot use it to reset its budget.
+//! **reserve** a token *before* the guarded work ([`FailureLimiter::reserve`]) and settle the
+//! reservation after it: [`Reservation::keep`] when the work failed (the token is spent),
+//! dropping or [`Reservation::refund`]ing it when it succeeded. A check that only looked, with
+//! the failure recorded after the work, let every request of a burst pass the check before the
+//! first one recorded anything (16 concurrent guesses all passed a budget of one).
+//!
+//! A bucket counts its tokens and the reservations still in flight. A request is admitted
+//! while a token is left that no reservation holds; when every token left is held by requests
+//! in flight it **waits** for one of them to settle (a success gives its token back, a failure
+//! spends it), and is refused once no token is left. So at most the budget's tokens can be
+//! spent however many requests arrive at once, and a burst of requests that succeed (an
+//! agent's parallel calls with a valid key) is delayed by the settling of the ones ahead, not
+//! refused. A refused key costs a map lookup. A reservation settles only its own token: a
+//! caller holding one valid credential cannot use it to reset its budget.
 //!
 //! Memory is bounded by `max_keys`: the buckets are a least-recently-used map
 //! (`hashlink::LruCache`), so a new key past the bound drops the bucket touched longest ago —
@@ -18,8 +24,9 @@
 
 use hashlink::LruCache;
 use std::hash::Hash;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use tokio::sync::Notify;
 
 /// How many tokens a key has per window. `max_failures == 0` turns the limiter off.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,6 +65,8 @@ impl LimiterConfig {
 #[derive(Debug, Clone, Copy)]
 struct Bucket {
     tokens: f64,
+    /// Reservations not settled yet.
+    pending: u32,
     updated: Instant,
 }
 
@@ -65,6 +74,7 @@ impl Bucket {
     fn full(config: &LimiterConfig, now: Instant) -> Self {
         Self {
             tokens: f64::from(config.max_failures),
+            pending: 0,
             updated: now,
         }
     }
@@ -75,29 +85,56 @@ impl Bucket {
             tokens: (self.tokens + elapsed / config.secs_per_token())
                 .min(f64::from(config.max_failures)),
             updated: now.max(self.updated),
+            ..self
         }
     }
 }
 
-/// One token taken from a key's bucket by [`FailureLimiter::reserve`]: keep it when the
-/// guarded work failed, give it back with [`FailureLimiter::refund`] when it succeeded.
+/// What one attempt to reserve found.
 #[derive(Debug)]
-#[must_use = "a reservation is kept (a failure) or refunded (a success)"]
-pub struct Reservation<K> {
-    key: Option<K>,
-    /// This reservation took the key's last token: it is limited from now on.
-    pub last: bool,
+pub enum Attempt<K: Hash + Eq + Clone> {
+    Reserved(Reservation<K>),
+    /// Every token left is held by reservations in flight: wait for one to settle.
+    Busy,
+    /// No token left: retry after this long.
+    Limited(Duration),
 }
 
-impl<K> Reservation<K> {
-    /// A failure: the token stays spent.
-    pub fn keep(self) {}
+/// One token taken from a key's bucket by [`FailureLimiter::reserve`]. [`Reservation::keep`]
+/// when the guarded work failed; a reservation dropped (or [`Reservation::refund`]ed) gives
+/// its token back, so a request cancelled half-way (its client went away) spends nothing.
+#[derive(Debug)]
+pub struct Reservation<K: Hash + Eq + Clone> {
+    held: Option<(Arc<FailureLimiter<K>>, K)>,
+}
+
+impl<K: Hash + Eq + Clone> Reservation<K> {
+    /// A failure: the token stays spent. `true` when that left the key limited.
+    pub fn keep(mut self) -> bool {
+        match self.held.take() {
+            Some((limiter, key)) => limiter.settle(&key, true, Instant::now()),
+            None => false,
+        }
+    }
+
+    /// A success: the token comes back (as when the reservation is dropped).
+    pub fn refund(self) {}
+}
+
+impl<K: Hash + Eq + Clone> Drop for Reservation<K> {
+    fn drop(&mut self) {
+        if let Some((limiter, key)) = self.held.take() {
+            limiter.settle(&key, false, Instant::now());
+        }
+    }
 }
 
 #[derive(Debug)]
 pub struct FailureLimiter<K: Hash + Eq> {
     config: LimiterConfig,
     buckets: Mutex<LruCache<K, Bucket>>,
+    /// Woken whenever a reservation settles, for requests waiting on a busy bucket.
+    settled: Notify,
 }
 
 impl<K: Hash + Eq + Clone> FailureLimiter<K> {
@@ -105,6 +142,7 @@ impl<K: Hash + Eq + Clone> FailureLimiter<K> {
         Self {
             config,
             buckets: Mutex::new(LruCache::new(config.max_keys.max(1))),
+            settled: Notify::new(),
         }
     }
 
@@ -112,25 +150,10 @@ impl<K: Hash + Eq + Clone> FailureLimiter<K> {
         self.config
     }
 
-    /// `Err(retry_after)` when `key` has no token left. Looks only: use
-    /// [`FailureLimiter::reserve`] before work whose failure must count.
+    /// `Err(retry_after)` when `key` has no token left (reservations in flight aside).
+    /// Looks only: use [`FailureLimiter::reserve`] before work whose failure must count.
     pub fn check(&self, key: &K) -> Result<(), Duration> {
         self.check_at(key, Instant::now())
-    }
-
-    /// Takes one of `key`'s tokens now, or `Err(retry_after)` when it has none.
-    pub fn reserve(&self, key: K) -> Result<Reservation<K>, Duration> {
-        self.reserve_at(key, Instant::now())
-    }
-
-    /// Gives back the token `reservation` took (the guarded work succeeded).
-    pub fn refund(&self, reservation: Reservation<K>) {
-        self.refund_at(reservation, Instant::now());
-    }
-
-    /// Spends one of `key`'s tokens whatever is left; `true` when that was its last one.
-    pub fn record_failure(&self, key: K) -> bool {
-        self.record_failure_at(key, Instant::now())
     }
 
     pub fn check_at(&self, key: &K, now: Instant) -> Result<(), Duration> {
@@ -141,25 +164,38 @@ impl<K: Hash + Eq + Clone> FailureLimiter<K> {
         let Some(bucket) = buckets.peek(key) else {
             return Ok(());
         };
-        self.verdict(bucket.refilled(&self.config, now))
-    }
-
-    fn verdict(&self, bucket: Bucket) -> Result<(), Duration> {
+        let bucket = bucket.refilled(&self.config, now);
         if bucket.tokens >= 1.0 {
-            return Ok(());
+            Ok(())
+        } else {
+            Err(self.wait_for(bucket.tokens))
         }
-        let missing = 1.0 - bucket.tokens;
-        Err(Duration::from_secs_f64(
-            missing * self.config.secs_per_token(),
-        ))
     }
 
-    pub fn reserve_at(&self, key: K, now: Instant) -> Result<Reservation<K>, Duration> {
+    fn wait_for(&self, tokens: f64) -> Duration {
+        Duration::from_secs_f64((1.0 - tokens).max(0.0) * self.config.secs_per_token())
+    }
+
+    /// Takes one of `key`'s tokens, waiting while every token left is held by requests in
+    /// flight; `Err(retry_after)` once none is left.
+    pub async fn reserve(self: &Arc<Self>, key: K) -> Result<Reservation<K>, Duration> {
+        loop {
+            // Registered before the attempt, so a settle between the two is not missed.
+            let settled = self.settled.notified();
+            tokio::pin!(settled);
+            settled.as_mut().enable();
+            match self.try_reserve_at(key.clone(), Instant::now()) {
+                Attempt::Reserved(r) => return Ok(r),
+                Attempt::Limited(wait) => return Err(wait),
+                Attempt::Busy => settled.await,
+            }
+        }
+    }
+
+    /// One attempt to reserve a token of `key` at `now`.
+    pub fn try_reserve_at(self: &Arc<Self>, key: K, now: Instant) -> Attempt<K> {
         if !self.config.enabled() {
-            return Ok(Reservation {
-                key: None,
-                last: false,
-            });
+            return Attempt::Reserved(Reservation { held: None });
         }
         let mut buckets = self.lock();
         let bucket = buckets
@@ -167,27 +203,50 @@ impl<K: Hash + Eq + Clone> FailureLimiter<K> {
             .copied()
             .unwrap_or_else(|| Bucket::full(&self.config, now))
             .refilled(&self.config, now);
-        self.verdict(bucket)?;
-        let next = Bucket {
-            tokens: bucket.tokens - 1.0,
-            ..bucket
-        };
-        buckets.insert(key.clone(), next);
-        Ok(Reservation {
-            key: Some(key),
-            last: next.tokens < 1.0,
+        if bucket.tokens < 1.0 {
+            return Attempt::Limited(self.wait_for(bucket.tokens));
+        }
+        if bucket.tokens - f64::from(bucket.pending) < 1.0 {
+            return Attempt::Busy;
+        }
+        buckets.insert(
+            key.clone(),
+            Bucket {
+                pending: bucket.pending + 1,
+                ..bucket
+            },
+        );
+        Attempt::Reserved(Reservation {
+            held: Some((self.clone(), key)),
         })
     }
 
-    pub fn refund_at(&self, reservation: Reservation<K>, now: Instant) {
-        let Some(key) = reservation.key else { return };
-        let mut buckets = self.lock();
-        // A bucket dropped meanwhile (the map was full) is full again anyway.
-        if let Some(bucket) = buckets.get_mut(&key) {
-            let mut next = bucket.refilled(&self.config, now);
-            next.tokens = (next.tokens + 1.0).min(f64::from(self.config.max_failures));
-            *bucket = next;
-        }
+    /// Settles one reservation of `key`: spends its token (`failed`) or gives it back.
+    /// `true` when a spent token left the key limited.
+    fn settle(&self, key: &K, failed: bool, now: Instant) -> bool {
+        let limited = {
+            let mut buckets = self.lock();
+            // A bucket dropped meanwhile (the map was full) is full again anyway.
+            match buckets.get_mut(key) {
+                Some(bucket) => {
+                    let mut next = bucket.refilled(&self.config, now);
+                    next.pending = next.pending.saturating_sub(1);
+                    if failed {
+                        next.tokens = (next.tokens - 1.0).max(0.0);
+                    }
+                    *bucket = next;
+                    failed && next.tokens < 1.0
+                }
+                None => false,
+            }
+        };
+        self.settled.notify_waiters();
+        limited
+    }
+
+    /// Spends one of `key`'s tokens whatever is left; `true` when that left it limited.
+    pub fn record_failure(&self, key: K) -> bool {
+        self.record_failure_at(key, Instant::now())
     }
 
     pub fn record_failure_at(&self, key: K, now: Instant) -> bool {
@@ -212,11 +271,13 @@ impl<K: Hash + Eq + Clone> FailureLimiter<K> {
     /// Forgets `key`'s bucket: its budget is whole again (an operator's unlock).
     pub fn forget(&self, key: &K) {
         self.lock().remove(key);
+        self.settled.notify_waiters();
     }
 
     /// Forgets every bucket whose key `matches`. O(n): for rare operator actions only.
     pub fn forget_where(&self, matches: impl Fn(&K) -> bool) {
         self.lock().retain(|k, _| !matches(k));
+        self.settled.notify_waiters();
     }
 
     /// Keys currently tracked.
@@ -242,8 +303,18 @@ pub fn retry_after_secs(wait: Duration) -> u64 {
 mod tests {
     use super::*;
 
-    fn limiter(max: u32, window_secs: u64) -> FailureLimiter<&'static str> {
-        FailureLimiter::new(LimiterConfig::new(max, Duration::from_secs(window_secs)))
+    fn limiter(max: u32, window_secs: u64) -> Arc<FailureLimiter<&'static str>> {
+        Arc::new(FailureLimiter::new(LimiterConfig::new(
+            max,
+            Duration::from_secs(window_secs),
+        )))
+    }
+
+    fn reserved<K: Hash + Eq + Clone + std::fmt::Debug>(a: Attempt<K>) -> Reservation<K> {
+        match a {
+            Attempt::Reserved(r) => r,
+            other => panic!("not reserved: {other:?}"),
+        }
     }
 
     #[test]
@@ -251,13 +322,12 @@ mod tests {
         let l = limiter(3, 60);
         let t0 = Instant::now();
         for i in 0..3 {
-            let r = l.reserve_at("a", t0).expect("a token is left");
-            // Only the reservation that takes the last token reports the change.
-            assert_eq!(r.last, i == 2);
-            r.keep();
+            let r = reserved(l.try_reserve_at("a", t0));
+            // Only the failure that spends the last token reports the change.
+            assert_eq!(r.keep(), i == 2);
         }
         let wait = l.check_at(&"a", t0).expect_err("limited after 3 failures");
-        assert!(l.reserve_at("a", t0).is_err());
+        assert!(matches!(l.try_reserve_at("a", t0), Attempt::Limited(_)));
         // One token comes back every 20 s.
         assert_eq!(retry_after_secs(wait), 20);
         // Other keys are not affected.
@@ -268,71 +338,80 @@ mod tests {
         // Spending that one token limits again.
         l.record_failure_at("a", t0 + Duration::from_secs(20));
         assert!(l.check_at(&"a", t0 + Duration::from_secs(21)).is_err());
-        // After a whole window the bucket is full again.
-        let later = t0 + Duration::from_secs(100);
-        for _ in 0..3 {
-            l.reserve_at("a", later).expect("refilled").keep();
-        }
-        assert!(l.check_at(&"a", later).is_err());
     }
 
     #[test]
-    fn a_refund_gives_back_its_own_token_only() {
+    fn reservations_in_flight_hold_tokens_until_they_settle() {
         let l = limiter(2, 600);
         let t0 = Instant::now();
-        l.reserve_at("a", t0).unwrap().keep();
-        let ok = l.reserve_at("a", t0).unwrap();
-        assert!(l.reserve_at("a", t0).is_err(), "both tokens are out");
-        l.refund_at(ok, t0);
-        // The success gave its token back, not the failure's.
-        l.reserve_at("a", t0).unwrap().keep();
-        assert!(l.reserve_at("a", t0).is_err());
-        // Refunds never fill a bucket past its budget.
-        let m = limiter(2, 600);
-        let r = m.reserve_at("b", t0).unwrap();
-        m.refund_at(r, t0 + Duration::from_secs(3600));
-        m.reserve_at("b", t0 + Duration::from_secs(3600))
-            .unwrap()
-            .keep();
-        m.reserve_at("b", t0 + Duration::from_secs(3600))
-            .unwrap()
-            .keep();
-        assert!(m.reserve_at("b", t0 + Duration::from_secs(3600)).is_err());
+        let a = reserved(l.try_reserve_at("k", t0));
+        let b = reserved(l.try_reserve_at("k", t0));
+        // Both tokens are held: a third request waits (it is not refused).
+        assert!(matches!(l.try_reserve_at("k", t0), Attempt::Busy));
+        // A success gives its token back.
+        b.refund();
+        let c = reserved(l.try_reserve_at("k", t0));
+        // Two failures spend the budget: now it is refused, not kept waiting.
+        a.keep();
+        c.keep();
+        assert!(matches!(l.try_reserve_at("k", t0), Attempt::Limited(_)));
+        // A dropped reservation (a cancelled request) spends nothing.
+        let m = limiter(1, 600);
+        drop(reserved(m.try_reserve_at("k", t0)));
+        reserved(m.try_reserve_at("k", t0)).keep();
+        assert!(matches!(m.try_reserve_at("k", t0), Attempt::Limited(_)));
     }
 
-    #[test]
-    fn concurrent_reservations_never_exceed_the_budget() {
-        let l = std::sync::Arc::new(FailureLimiter::new(LimiterConfig::new(
+    #[tokio::test]
+    async fn a_burst_never_spends_more_than_the_budget_and_successes_only_wait() {
+        let l = Arc::new(FailureLimiter::new(LimiterConfig::new(
             5,
             Duration::from_secs(3600),
         )));
-        let admitted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let threads: Vec<_> = (0..16)
+        // 64 failing requests at once: exactly 5 are let through.
+        let attempts: Vec<_> = (0..64)
             .map(|_| {
-                let (l, admitted) = (l.clone(), admitted.clone());
-                std::thread::spawn(move || {
-                    for _ in 0..10 {
-                        if let Ok(r) = l.reserve("k") {
-                            admitted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let l = l.clone();
+                tokio::spawn(async move {
+                    match l.reserve("bad").await {
+                        Ok(r) => {
+                            tokio::task::yield_now().await;
                             r.keep();
+                            1
                         }
+                        Err(_) => 0,
                     }
                 })
             })
             .collect();
-        for t in threads {
-            t.join().unwrap();
+        let mut admitted = 0;
+        for a in attempts {
+            admitted += a.await.unwrap();
         }
-        assert_eq!(admitted.load(std::sync::atomic::Ordering::SeqCst), 5);
+        assert_eq!(admitted, 5);
+        // 64 succeeding requests at once from a fresh key: every one goes through.
+        let attempts: Vec<_> = (0..64)
+            .map(|_| {
+                let l = l.clone();
+                tokio::spawn(async move {
+                    let r = l.reserve("good").await;
+                    tokio::task::yield_now().await;
+                    r.is_ok()
+                })
+            })
+            .collect();
+        for a in attempts {
+            assert!(a.await.unwrap());
+        }
     }
 
     #[test]
     fn disabled_never_limits_or_tracks() {
-        let l = FailureLimiter::new(LimiterConfig::disabled());
+        let l = Arc::new(FailureLimiter::new(LimiterConfig::disabled()));
         let t0 = Instant::now();
         for _ in 0..1000 {
             l.record_failure_at("a", t0);
-            l.reserve_at("a", t0).unwrap().keep();
+            reserved(l.try_reserve_at("a", t0)).keep();
         }
         assert!(l.check_at(&"a", t0).is_ok());
         assert_eq!(l.tracked(), 0);

@@ -68,6 +68,7 @@ impl Service {
         let reserved = self
             .auth_failures
             .reserve(client)
+            .await
             .map_err(|wait| address_limited(retry_after_secs(wait)))?;
         let result = if secret.starts_with(super::oauth::ACCESS_PREFIX) {
             self.resolve_access_token(secret, audience, agent_id, agent_instance_id)
@@ -88,10 +89,10 @@ impl Service {
         result: &ServiceResult<T>,
     ) {
         if !matches!(result, Err(ServiceError::AuthRequired(_))) {
-            self.auth_failures.refund(reserved);
+            reserved.refund();
             return;
         }
-        if reserved.last {
+        if reserved.keep() {
             let config = self.auth_failures.config();
             tracing::warn!(
                 client = %client,
@@ -100,7 +101,6 @@ impl Service {
                 "client address limited after repeated failed authentications"
             );
         }
-        reserved.keep();
     }
 
     /// Records the key's use for the console's "last use", at most once per
@@ -177,7 +177,7 @@ impl Service {
         req: CreateKeyRequest,
     ) -> ServiceResult<CreatedKey> {
         principal.require(Scope::Write)?;
-        self.spend_write(principal)?;
+        self.spend_write(principal).await?;
         self.issue_key(principal, &principal.account, req).await
     }
 

@@ -66,11 +66,15 @@ pub const DEFAULT_UNUSED_CLIENT_TTL: Duration = Duration::from_secs(24 * 3600);
 /// Client metadata documents fetched per address (cache misses only): 20 in 10 minutes.
 pub const DEFAULT_DOCUMENT_FETCH_BUDGET: LimiterConfig =
     LimiterConfig::new(20, Duration::from_secs(600));
-/// Writes per account: 300 a minute (5 a second on average, 300 at once).
-pub const DEFAULT_WRITE_RATE: LimiterConfig = LimiterConfig::new(300, Duration::from_secs(60));
+/// Writes per account: 1200 a minute (20 a second on average, 1200 at once).
+pub const DEFAULT_WRITE_RATE: LimiterConfig = LimiterConfig::new(1200, Duration::from_secs(60));
 /// Teams created per account: 10 a day.
 pub const DEFAULT_TEAM_CREATION_BUDGET: LimiterConfig =
     LimiterConfig::new(10, Duration::from_secs(24 * 3600));
+
+/// After an invitee declines, the same team may not invite them again for this long: a
+/// decline is an answer, not a prompt to ask again (RATE_LIMITED with `Retry-After`).
+pub const DECLINE_COOL_DOWN: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// Every budget of one service.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -124,13 +128,16 @@ impl super::Service {
     /// Spends one of the account's writes, before the write: reserved under the lock, so a
     /// burst cannot pass it, and never given back (the rate counts write requests, whether
     /// they store anything or not). RATE_LIMITED with `Retry-After` when none is left.
-    pub(crate) fn spend_write(
+    pub(crate) async fn spend_write(
         &self,
         principal: &crate::auth::Principal,
     ) -> crate::ServiceResult<()> {
         self.writes
             .reserve(principal.account.account_id.clone())
-            .map(crate::throttle::Reservation::keep)
+            .await
+            .map(|r| {
+                r.keep();
+            })
             .map_err(|wait| {
                 let secs = crate::throttle::retry_after_secs(wait);
                 crate::ServiceError::RateLimited {

@@ -8,6 +8,7 @@
 //! not even an account created later under that handle sees it.
 
 use super::Service;
+use super::budgets::DECLINE_COOL_DOWN;
 use super::clock;
 use super::teams::check_team_manager;
 use super::types::{InvitationView, InviteRequest, WorkspaceView};
@@ -19,10 +20,6 @@ use xmemo_store::{
     Account, AuditDraft, Invitation, InvitationAnswer, InvitationBounds, LimitReached,
     NewInvitation,
 };
-
-/// After an invitee declines, the same team may not invite them again for this long: a
-/// decline is an answer, not a prompt to ask again.
-pub const DECLINE_COOL_DOWN: std::time::Duration = std::time::Duration::from_secs(7 * 24 * 3600);
 
 impl From<Invitation> for InvitationView {
     fn from(i: Invitation) -> Self {
@@ -62,7 +59,7 @@ impl Service {
             )));
         }
         check_invitee(&req.invitee)?;
-        self.spend_write(principal)?;
+        self.spend_write(principal).await?;
         let pending = self
             .store
             .workspace_invitations(&ws.workspace_id, Some(InvitationStatus::Pending))

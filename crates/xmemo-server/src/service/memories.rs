@@ -332,7 +332,7 @@ impl Service {
         memory_id: &str,
     ) -> ServiceResult<(Memory, Access)> {
         principal.require(Scope::Write)?;
-        self.spend_write(principal)?;
+        self.spend_write(principal).await?;
         let (memory, access) = self.readable_memory(principal, memory_id).await?;
         if !access
             .role(&memory.workspace_id)
@@ -359,7 +359,7 @@ impl Service {
             project: req.project,
         };
         validate_memory(&content)?;
-        self.spend_write(principal)?;
+        self.spend_write(principal).await?;
         let expires_at = instant("expires_at", req.expires_at.as_deref())?;
         if expires_at
             .as_deref()

@@ -257,7 +257,7 @@ impl Service {
     ) -> ServiceResult<(Reservation<(String, IpAddr)>, Option<Reservation<String>>)> {
         let mut unlock_looked = false;
         loop {
-            let pair = match self.login_pairs.reserve((key.to_string(), address)) {
+            let pair = match self.login_pairs.reserve((key.to_string(), address)).await {
                 Ok(r) => r,
                 Err(wait) => {
                     if !unlock_looked && self.apply_unlock(key, account).await? {
@@ -270,7 +270,7 @@ impl Service {
                     ));
                 }
             };
-            match self.login_failures.reserve(key.to_string()) {
+            match self.login_failures.reserve(key.to_string()).await {
                 Ok(r) => return Ok((pair, Some(r))),
                 Err(wait) => {
                     // The same statement whether or not the handle names an account.
@@ -283,11 +283,11 @@ impl Service {
                         Ok(true) => return Ok((pair, None)),
                         Ok(false) => {}
                         Err(e) => {
-                            self.login_pairs.refund(pair);
+                            pair.refund();
                             return Err(e.into());
                         }
                     }
-                    self.login_pairs.refund(pair);
+                    pair.refund();
                     if !unlock_looked && self.apply_unlock(key, account).await? {
                         unlock_looked = true;
                         continue;
@@ -310,6 +310,7 @@ impl Service {
         let address_token = self
             .auth_failures
             .reserve(address)
+            .await
             .map_err(|wait| rate_limited(retry_after_secs(wait), "from this address"))?;
         match self.reserve_account_budgets(key, address, account).await {
             Ok((pair, account)) => Ok(LoginReservations {
@@ -321,7 +322,7 @@ impl Service {
                 if matches!(e, ServiceError::RateLimited { .. }) {
                     address_token.keep();
                 } else {
-                    self.auth_failures.refund(address_token);
+                    address_token.refund();
                 }
                 Err(e)
             }
@@ -330,25 +331,21 @@ impl Service {
 
     /// The password check failed: every reserved token stays spent.
     fn keep_login(&self, r: LoginReservations) {
-        if r.address.last {
+        if r.address.keep() {
             tracing::warn!("client address limited after repeated failed authentications");
         }
-        r.address.keep();
         r.pair.keep();
-        if let Some(a) = r.account {
-            if a.last {
-                tracing::warn!("an account's sign-ins limited after repeated failures");
-            }
-            a.keep();
+        if r.account.is_some_and(Reservation::keep) {
+            tracing::warn!("an account's sign-ins limited after repeated failures");
         }
     }
 
     /// The check succeeded (or could not run): every reserved token comes back.
     fn refund_login(&self, r: LoginReservations) {
-        self.auth_failures.refund(r.address);
-        self.login_pairs.refund(r.pair);
+        r.address.refund();
+        r.pair.refund();
         if let Some(a) = r.account {
-            self.login_failures.refund(a);
+            a.refund();
         }
     }
 

@@ -125,7 +125,7 @@ impl Service {
         source: Option<serde_json::Value>,
     ) -> ServiceResult<Saved> {
         validate_content(&content)?;
-        self.spend_write(principal)?;
+        self.spend_write(principal).await?;
 
         let new_components: Vec<NewComponent> = content
             .components
@@ -192,7 +192,7 @@ impl Service {
         note: Option<String>,
     ) -> ServiceResult<RevisionSummary> {
         principal.require(Scope::Write)?;
-        self.spend_write(principal)?;
+        self.spend_write(principal).await?;
         let access = self.access(principal).await?;
         let (skill, ws, role) = self.resolve_skill(&access, slug, workspace).await?;
         let revision = self.revision_of(&skill, revision_id).await?;
@@ -245,7 +245,7 @@ impl Service {
         reason: Option<String>,
     ) -> ServiceResult<SkillView> {
         principal.require(Scope::Write)?;
-        self.spend_write(principal)?;
+        self.spend_write(principal).await?;
         let reason = checked_note("reason", reason)?;
         let access = self.access(principal).await?;
         let (skill, ws, role) = self.resolve_skill(&access, slug, workspace).await?;

@@ -68,11 +68,12 @@ impl Service {
                 .trim()
                 .to_string();
         xmemo_core::validate::validate_name("name", &name)?;
-        self.spend_write(principal)?;
+        self.spend_write(principal).await?;
         // Teams per account are bounded in time (each one can invite, and a taken handle is
         // the one existence signal): the token is spent whatever the outcome.
         self.team_creations
             .reserve(principal.account.account_id.clone())
+            .await
             .map_err(|wait| {
                 let secs = crate::throttle::retry_after_secs(wait);
                 ServiceError::RateLimited {

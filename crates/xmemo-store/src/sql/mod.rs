@@ -82,6 +82,9 @@ impl<D: Dialect> Session<D> {
     /// ([`Stmt::writes_auth`]). Debug builds also check the SQL text, so a statement that
     /// plainly writes a cached table but was not marked fails the tests that run it.
     fn watch(&mut self, stmt: &Stmt<'_>) {
+        if std::env::var("XMEMO_DEBUG_SQL").is_ok() {
+            eprintln!("DEBUGSQL {}", stmt.sql().replace('\n', " "));
+        }
         debug_assert!(
             stmt.is_auth_write()
                 || !matches!(self.held, Held::Tx(_))

@@ -59,6 +59,7 @@ impl Client {
 pub fn clean_name(name: &str) -> String {
     xmemo_core::validate::strip_invisible(name)
         .chars()
+        .filter(|c| !c.is_control())
         .take(100)
         .collect::<String>()
         .trim()

@@ -155,6 +155,7 @@ impl Service {
         let address = super::throttle_key(from.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED)));
         self.document_fetches
             .reserve(address)
+            .await
             .map_err(|wait| {
                 OAuthError::rate_limited(retry_after_secs(wait), "client metadata document fetches")
             })?
@@ -173,13 +174,13 @@ impl Service {
     ) -> Result<(OAuthClient, Option<String>), OAuthError> {
         let address = super::throttle_key(from.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED)));
         // Reserved before the write; a registration that fails gives its tokens back.
-        let here = self.registrations.reserve(address).map_err(|wait| {
+        let here = self.registrations.reserve(address).await.map_err(|wait| {
             OAuthError::rate_limited(retry_after_secs(wait), "client registrations")
         })?;
-        let all = match self.registrations_global.reserve(()) {
+        let all = match self.registrations_global.reserve(()).await {
             Ok(r) => r,
             Err(wait) => {
-                self.registrations.refund(here);
+                here.refund();
                 return Err(OAuthError {
                     retry_after: Some(retry_after_secs(wait)),
                     ..OAuthError::new(
@@ -216,23 +217,21 @@ impl Service {
                 Ok((client, secret))
             }
             Err(e) => {
-                self.registrations.refund(here);
-                self.registrations_global.refund(all);
+                here.refund();
+                all.refund();
                 Err(match e {
                     StoreError::Limit(LimitReached::RegisteredClients { limit }) => {
                         tracing::warn!(
                             limit,
                             "OAuth client registrations refused: the cap is reached"
                         );
-                        OAuthError {
-                            retry_after: Some(3600),
-                            ..OAuthError::new(
-                                OAuthErrorKind::TemporarilyUnavailable,
-                                format!(
-                                    "this server holds {limit} registered clients, its most; try again later"
-                                ),
-                            )
-                        }
+                        // The server's capacity, not the caller's rate: 503, not 429.
+                        OAuthError::new(
+                            OAuthErrorKind::TemporarilyUnavailable,
+                            format!(
+                                "this server holds {limit} registered clients, its most; try again later"
+                            ),
+                        )
                     }
                     other => other.into(),
                 })
@@ -326,7 +325,7 @@ impl Service {
         request: impl std::future::Future<Output = Result<T, OAuthError>>,
     ) -> Result<T, OAuthError> {
         let address = super::throttle_key(from.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED)));
-        let reserved = self.auth_failures.reserve(address).map_err(|wait| {
+        let reserved = self.auth_failures.reserve(address).await.map_err(|wait| {
             OAuthError::rate_limited(retry_after_secs(wait), "failed client authentications")
         })?;
         let result = request.await;
@@ -337,12 +336,11 @@ impl Service {
                     OAuthErrorKind::InvalidClient | OAuthErrorKind::InvalidGrant
                 ) =>
             {
-                if reserved.last {
+                if reserved.keep() {
                     tracing::warn!(client = %address, "client address limited after repeated failed authentications");
                 }
-                reserved.keep();
             }
-            _ => self.auth_failures.refund(reserved),
+            _ => reserved.refund(),
         }
         result
     }
