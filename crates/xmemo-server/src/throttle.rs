@@ -110,9 +110,14 @@ pub struct Reservation<K: Hash + Eq + Clone> {
 
 impl<K: Hash + Eq + Clone> Reservation<K> {
     /// A failure: the token stays spent. `true` when that left the key limited.
-    pub fn keep(mut self) -> bool {
+    pub fn keep(self) -> bool {
+        self.keep_at(Instant::now())
+    }
+
+    /// [`Reservation::keep`] at `now` (tests move time by hand).
+    pub fn keep_at(mut self, now: Instant) -> bool {
         match self.held.take() {
-            Some((limiter, key)) => limiter.settle(&key, true, Instant::now()),
+            Some((limiter, key)) => limiter.settle(&key, true, now),
             None => false,
         }
     }
@@ -324,7 +329,7 @@ mod tests {
         for i in 0..3 {
             let r = reserved(l.try_reserve_at("a", t0));
             // Only the failure that spends the last token reports the change.
-            assert_eq!(r.keep(), i == 2);
+            assert_eq!(r.keep_at(t0), i == 2);
         }
         let wait = l.check_at(&"a", t0).expect_err("limited after 3 failures");
         assert!(matches!(l.try_reserve_at("a", t0), Attempt::Limited(_)));
@@ -352,13 +357,13 @@ mod tests {
         b.refund();
         let c = reserved(l.try_reserve_at("k", t0));
         // Two failures spend the budget: now it is refused, not kept waiting.
-        a.keep();
-        c.keep();
+        a.keep_at(t0);
+        c.keep_at(t0);
         assert!(matches!(l.try_reserve_at("k", t0), Attempt::Limited(_)));
         // A dropped reservation (a cancelled request) spends nothing.
         let m = limiter(1, 600);
         drop(reserved(m.try_reserve_at("k", t0)));
-        reserved(m.try_reserve_at("k", t0)).keep();
+        reserved(m.try_reserve_at("k", t0)).keep_at(t0);
         assert!(matches!(m.try_reserve_at("k", t0), Attempt::Limited(_)));
     }
 
