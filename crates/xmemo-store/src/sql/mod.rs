@@ -279,14 +279,23 @@ mod tests {
         );
         let before = store.auth_cache().generation();
         let mut s = store.write().await.expect("tx");
-        s.execute(Stmt::new(sql).writes_auth()).await.expect("update");
+        s.execute(Stmt::new(sql).writes_auth())
+            .await
+            .expect("update");
         s.commit().await.expect("commit");
-        assert!(store.auth_cache().generation() > before, "marked: invalidated");
+        assert!(
+            store.auth_cache().generation() > before,
+            "marked: invalidated"
+        );
 
         let before = store.auth_cache().generation();
         let mut s = store.write().await.expect("tx");
         s.execute(Stmt::new(sql)).await.expect("update");
         s.commit().await.expect("commit");
-        assert_eq!(store.auth_cache().generation(), before, "unmarked: untouched");
+        assert_eq!(
+            store.auth_cache().generation(),
+            before,
+            "unmarked: untouched"
+        );
     }
 }
