@@ -120,6 +120,10 @@ pub struct LimitsArgs {
     /// Teams one account may create per day; 0 turns it off [default: 10]
     #[arg(long, env = "XMEMO_TEAM_CREATION_LIMIT")]
     pub team_creation_limit: Option<u32>,
+    /// Seconds after a declined invitation during which the team may not invite that person
+    /// again; 0 turns it off [default: 604800, a week]
+    #[arg(long, env = "XMEMO_INVITATION_COOL_DOWN_SECS")]
+    pub invitation_cool_down_secs: Option<u64>,
     /// Memories one account may create; 0 = no quota [default: 10000]
     #[arg(long, env = "XMEMO_QUOTA_MEMORIES")]
     pub quota_memories: Option<u64>,
@@ -209,6 +213,7 @@ struct FileSettings {
     document_fetch_limit: Option<u32>,
     write_rate: Option<u32>,
     team_creation_limit: Option<u32>,
+    invitation_cool_down_secs: Option<u64>,
     quota_memories: Option<u64>,
     quota_skills: Option<u64>,
     quota_bytes: Option<u64>,
@@ -490,6 +495,10 @@ fn resolve_budgets(
             file.team_creation_limit,
             d.team_creations,
         ),
+        decline_cool_down: args
+            .invitation_cool_down_secs
+            .or(file.invitation_cool_down_secs)
+            .map_or(d.decline_cool_down, Duration::from_secs),
         quotas: Quotas {
             memories: quota(args.quota_memories, file.quota_memories, d.quotas.memories),
             skills: quota(args.quota_skills, file.quota_skills, d.quotas.skills),

@@ -101,6 +101,9 @@ pub struct Budgets {
     pub writes: LimiterConfig,
     /// Teams created per account.
     pub team_creations: LimiterConfig,
+    /// How long after a decline the same team may not invite the same person again (zero:
+    /// no cool-down).
+    pub decline_cool_down: Duration,
     /// Stored content per account.
     pub quotas: Quotas,
 }
@@ -119,6 +122,7 @@ impl Default for Budgets {
             document_fetches: DEFAULT_DOCUMENT_FETCH_BUDGET,
             writes: DEFAULT_WRITE_RATE,
             team_creations: DEFAULT_TEAM_CREATION_BUDGET,
+            decline_cool_down: DECLINE_COOL_DOWN,
             quotas: Quotas::DEFAULT,
         }
     }

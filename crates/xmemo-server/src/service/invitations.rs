@@ -8,7 +8,6 @@
 //! not even an account created later under that handle sees it.
 
 use super::Service;
-use super::budgets::DECLINE_COOL_DOWN;
 use super::clock;
 use super::teams::check_team_manager;
 use super::types::{InvitationView, InviteRequest, WorkspaceView};
@@ -91,6 +90,7 @@ impl Service {
             )));
         }
         let req_invitee = req.invitee.clone();
+        let cool_down = self.budgets.decline_cool_down;
         let audit = AuditDraft::new("invitation.create", &principal.attribution())
             .workspace(&ws.workspace_id)
             .details(serde_json::json!({
@@ -109,9 +109,8 @@ impl Service {
                     invited_by: principal.account.account_id.clone(),
                     bounds: InvitationBounds {
                         max_pending_per_invitee: Some(PENDING_INVITATIONS_PER_INVITEE_MAX as u64),
-                        declined_after: Some(clock::timestamp(
-                            self.clock.now() - DECLINE_COOL_DOWN,
-                        )),
+                        declined_after: (!cool_down.is_zero())
+                            .then(|| clock::timestamp(self.clock.now() - cool_down)),
                     },
                 },
                 audit,
@@ -126,11 +125,11 @@ impl Service {
                     )
                     .ok()
                     .map(|at| {
-                        let until = at + DECLINE_COOL_DOWN;
+                        let until = at + cool_down;
                         let now = self.clock.now();
                         (until - now).whole_seconds().max(1) as u64
                     })
-                    .unwrap_or(DECLINE_COOL_DOWN.as_secs());
+                    .unwrap_or(cool_down.as_secs());
                     ServiceError::RateLimited {
                         message: format!(
                             "`{invitee}` declined an invitation to this team lately; invite again in {secs} s",

@@ -43,8 +43,9 @@ pub(crate) async fn charge<D: Dialect>(
     }
     // A limit past i64 is no limit: the comparison is written so it cannot overflow.
     let cap = |q: u64| int(q.min(i64::MAX as u64));
-    let mut created = false;
-    let used = loop {
+    // A few rounds: the first charge of an account creates its row, and on PostgreSQL a
+    // row created by a concurrent first charge becomes visible only to the next statement.
+    for _ in 0..4 {
         let changed = s
             .execute(
                 Stmt::new(
@@ -71,42 +72,39 @@ pub(crate) async fn charge<D: Dialect>(
                 .bind(account_id),
             )
             .await?;
-        match row {
-            Some(row) => break row,
-            None if !created => {
-                // The account's first charge: its row, then the same update once more.
-                s.execute(
-                    Stmt::new(
-                        "INSERT INTO account_usage (account_id, memories, skills, bytes) VALUES ($1, 0, 0, 0)
-                         ON CONFLICT (account_id) DO NOTHING",
-                    )
-                    .bind(account_id),
+        let Some(row) = row else {
+            // The account's first charge: its row, then the same update once more.
+            s.execute(
+                Stmt::new(
+                    "INSERT INTO account_usage (account_id, memories, skills, bytes) VALUES ($1, 0, 0, 0)
+                     ON CONFLICT (account_id) DO NOTHING",
                 )
-                .await?;
-                created = true;
-            }
-            None => return Err(StoreError::NotFound(format!("account {account_id}"))),
+                .bind(account_id),
+            )
+            .await?;
+            continue;
+        };
+        let used = usage_of(&row)?;
+        let over = [
+            ("memories", used.memories, charge.memories, quota.memories),
+            ("skills", used.skills, charge.skills, quota.skills),
+            ("bytes", used.bytes, charge.bytes, quota.bytes),
+        ]
+        .into_iter()
+        .find(|(_, used, asked, limit)| *asked > 0 && used.saturating_add(*asked) > *limit);
+        if let Some((quota, used, requested, limit)) = over {
+            return Err(StoreError::Limit(LimitReached::Quota {
+                quota,
+                limit,
+                used,
+                requested,
+            }));
         }
-    };
-    let used = usage_of(&used)?;
-    let over = [
-        ("memories", used.memories, charge.memories, quota.memories),
-        ("skills", used.skills, charge.skills, quota.skills),
-        ("bytes", used.bytes, charge.bytes, quota.bytes),
-    ]
-    .into_iter()
-    .find(|(_, used, asked, limit)| *asked > 0 && used.saturating_add(*asked) > *limit);
-    match over {
-        Some((quota, used, requested, limit)) => Err(StoreError::Limit(LimitReached::Quota {
-            quota,
-            limit,
-            used,
-            requested,
-        })),
-        None => Err(StoreError::Contention(
-            "the account's usage changed concurrently; try again".into(),
-        )),
+        // It fits now: the row changed between the update and the read; again.
     }
+    Err(StoreError::Contention(
+        "the account's usage changed concurrently; try again".into(),
+    ))
 }
 
 pub async fn usage<D: Dialect>(store: &SqlStore<D>, account_id: &str) -> StoreResult<Usage> {
