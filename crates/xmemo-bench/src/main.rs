@@ -19,6 +19,7 @@ mod report;
 mod sandbox;
 mod saves;
 mod server;
+mod signin;
 mod skills_list;
 mod startup;
 mod write_phase;
@@ -188,6 +189,7 @@ async fn main() -> Result<()> {
         admin_key_file: args.admin_key_file.as_deref(),
         keep_data: args.keep_data,
         data_parent: args.data_parent.as_deref(),
+        budgets: server::Budgets::WritesUnbounded,
     })?;
     let data_fs = if args.database_url.is_none() {
         server::filesystem_of(&srv.data_dir)

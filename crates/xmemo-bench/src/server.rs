@@ -29,7 +29,29 @@ pub struct StartOptions<'a> {
     pub admin_key_file: Option<&'a Path>,
     pub keep_data: bool,
     pub data_parent: Option<&'a Path>,
+    /// The server's per-account write rate and quotas: off (the benchmarks seed thousands
+    /// of skills and memories with one key as fast as the server takes them), or as the
+    /// server's defaults, which the sign-in phase measures.
+    pub budgets: Budgets<'a>,
 }
+
+/// Which budgets the benchmarked server runs with.
+#[derive(Clone, Copy)]
+pub enum Budgets<'a> {
+    /// Per-account write rate, quotas and team-creation rate off; the rest as by default.
+    WritesUnbounded,
+    /// The server's defaults, changed by these environment settings.
+    Defaults(&'a [(&'a str, &'a str)]),
+}
+
+/// The settings that take the per-account write budgets off (docs/limits.md).
+const WRITES_UNBOUNDED: [(&str, &str); 5] = [
+    ("XMEMO_WRITE_RATE", "0"),
+    ("XMEMO_TEAM_CREATION_LIMIT", "0"),
+    ("XMEMO_QUOTA_MEMORIES", "0"),
+    ("XMEMO_QUOTA_SKILLS", "0"),
+    ("XMEMO_QUOTA_BYTES", "0"),
+];
 
 impl Server {
     pub fn start(opts: &StartOptions<'_>) -> Result<Server> {
@@ -61,6 +83,13 @@ impl Server {
         if std::env::var_os("XMEMO_LOG").is_none() {
             // Per-request info logs would cost server CPU and are not what is measured.
             cmd.env("XMEMO_LOG", "warn");
+        }
+        let settings: &[(&str, &str)] = match opts.budgets {
+            Budgets::WritesUnbounded => &WRITES_UNBOUNDED,
+            Budgets::Defaults(changed) => changed,
+        };
+        for (name, value) in settings {
+            cmd.env(name, value);
         }
         let mut child = cmd
             .spawn()

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 #[derive(clap::Args, Debug, Clone)]
 pub struct WriteArgs {
     /// Run these write-path phases instead of the read benchmark: saves, sandbox, startup,
-    /// skills-list (comma-separated)
+    /// skills-list, signin (comma-separated)
     #[arg(long = "write-phases", value_delimiter = ',')]
     pub phases: Vec<String>,
     /// saves: how many new skills to save (with --seed-concurrency clients)
@@ -32,6 +32,15 @@ pub struct WriteArgs {
     /// (e.g. `node ~/.cache/inspector/node_modules/@modelcontextprotocol/inspector/cli/build/cli.js`)
     #[arg(long)]
     pub inspector: Option<String>,
+    /// signin: bursts of concurrent failed sign-ins
+    #[arg(long, default_value_t = 10)]
+    pub signin_bursts: usize,
+    /// signin: failed sign-ins per burst, all at once from one address
+    #[arg(long, default_value_t = 16)]
+    pub signin_burst_size: usize,
+    /// signin: seconds between the starts of two bursts
+    #[arg(long, default_value_t = 3.5)]
+    pub signin_burst_gap_secs: f64,
 }
 
 /// What every phase needs from the main arguments.
@@ -54,6 +63,7 @@ impl Common<'_> {
             admin_key_file: self.admin_key_file,
             keep_data: self.keep_data || keep,
             data_parent: self.data_parent,
+            budgets: crate::server::Budgets::WritesUnbounded,
         })
     }
 }

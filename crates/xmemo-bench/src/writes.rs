@@ -1,6 +1,7 @@
 //! Write-path phases (issue #14 targets 4, 6, 7, 8; figures in docs/bench-writes.md): durable
 //! saves at N clients, sandbox overhead over bare `python3`, cold start and idle memory, and
-//! `skills/list` over a large catalog. `--write-phases saves,sandbox,startup,skills-list` runs
+//! `skills/list` over a large catalog; and (issue #23) failed sign-ins under bursts: the
+//! server's memory and the password checks admitted. `--write-phases saves,sandbox,startup,skills-list` runs
 //! them instead of the read benchmark; each starts its own server(s).
 //!
 //! This module only dispatches: the phases import what they share from `crate::write_phase`,
@@ -17,7 +18,10 @@ pub async fn run(args: &WriteArgs, common: &Common<'_>) -> Result<()> {
             "sandbox" => crate::sandbox::run(args, common).await?,
             "startup" => crate::startup::run(args, common).await?,
             "skills-list" => crate::skills_list::run(args, common).await?,
-            other => bail!("unknown write phase `{other}` (saves, sandbox, startup, skills-list)"),
+            "signin" => crate::signin::run(args, common).await?,
+            other => bail!(
+                "unknown write phase `{other}` (saves, sandbox, startup, skills-list, signin)"
+            ),
         };
         eprintln!("{out}");
         lines.push(out);

@@ -32,6 +32,9 @@ enum AdminCommand {
     /// API keys of any account
     #[command(subcommand)]
     Key(KeyCommand),
+    /// Teams: find and repair teams left without an owner
+    #[command(subcommand)]
+    Team(TeamCommand),
     /// The hash-chained audit log
     #[command(subcommand)]
     Audit(AuditCommand),
@@ -71,6 +74,31 @@ enum AccountCommand {
     /// taken from the command line. Ends the account's sessions.
     SetPassword {
         handle: String,
+    },
+    /// Make the account's failed-sign-in budgets whole again (per account and per address),
+    /// on every server: each applies the unlock when it next refuses a sign-in of the account.
+    /// For an owner locked out by someone guessing from addresses the account never signed in
+    /// from.
+    Unlock {
+        handle: String,
+    },
+    /// What the account has stored against its quotas (memories, skills, bytes)
+    Usage {
+        handle: String,
+    },
+}
+
+#[derive(Subcommand)]
+enum TeamCommand {
+    /// List the teams that have no owner (nobody can invite, approve or manage them)
+    Ownerless,
+    /// Make an account an owner of a team (adding it when it is not a member): the repair of
+    /// a team left without an owner
+    AddOwner {
+        /// Team handle
+        team: String,
+        /// Account handle or id
+        account: String,
     },
 }
 
@@ -184,6 +212,63 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<()> {
                     "password set for {} ({}); its sessions ended",
                     account.handle, account.account_id
                 ),
+            );
+        }
+        AdminCommand::Account(AccountCommand::Unlock { handle }) => {
+            let operator = service.operator_for(&handle).await?;
+            let account = operator.account.clone();
+            service.unlock_sign_in(&operator, &account).await?;
+            print_result_line(
+                args.json,
+                &json!({ "account_id": account.account_id, "unlocked": true }),
+                format!(
+                    "sign-in unlocked for {} ({}); every server applies it at its next refusal",
+                    account.handle, account.account_id
+                ),
+            );
+        }
+        AdminCommand::Account(AccountCommand::Usage { handle }) => {
+            let operator = service.operator_for(&handle).await?;
+            let (used, _) = service.usage(&operator).await?;
+            let quotas = crate::settings::budgets_for_admin(&args.db)?.quotas;
+            print_result_line(
+                args.json,
+                &json!({
+                    "account_id": operator.account.account_id,
+                    "usage": used,
+                    "quotas": {"memories": quotas.memories, "skills": quotas.skills, "bytes": quotas.bytes},
+                }),
+                format!(
+                    "{}: {} memories, {} skills, {} bytes (quotas of the settings file: {} memories, {} skills, {} bytes; flags of a running server may differ)",
+                    operator.account.handle,
+                    used.memories,
+                    used.skills,
+                    used.bytes,
+                    quotas.memories,
+                    quotas.skills,
+                    quotas.bytes
+                ),
+            );
+        }
+        AdminCommand::Team(TeamCommand::Ownerless) => {
+            let teams = service.ownerless_teams().await?;
+            let text = if teams.is_empty() {
+                "every team has an owner".to_string()
+            } else {
+                teams
+                    .iter()
+                    .map(|t| format!("{}\t{}\t{}", t.workspace_id, t.handle, t.name))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            };
+            print_result_line(args.json, &json!({ "teams": teams }), text);
+        }
+        AdminCommand::Team(TeamCommand::AddOwner { team, account }) => {
+            let ws = service.admin_add_owner(&team, &account).await?;
+            print_result_line(
+                args.json,
+                &json!({ "workspace_id": ws.workspace_id, "team": ws.handle, "owner": account }),
+                format!("{account} is an owner of {} now", ws.handle),
             );
         }
         AdminCommand::Key(KeyCommand::Create {

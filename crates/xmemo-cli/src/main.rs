@@ -31,7 +31,8 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run the server (embedded SQLite in the data directory unless a database URL is given).
-    Serve(settings::ServeArgs),
+    // Boxed: its many settings make it several times larger than every other command.
+    Serve(Box<settings::ServeArgs>),
     /// Operator commands that act directly on the server's database.
     Admin(admin::AdminArgs),
     /// MCP server on stdio that forwards to a remote xmemo over HTTP(S) (XMEMO_URL, XMEMO_KEY)
@@ -62,7 +63,7 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async move {
         match cli.command {
-            Command::Serve(args) => serve::run(args).await,
+            Command::Serve(args) => serve::run(*args).await,
             Command::Admin(args) => admin::run(args).await,
             Command::Mcp(args) => mcp_bridge::run(args).await,
             Command::Connect(args) => connect::run(args).await,

@@ -57,7 +57,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .with_sandbox(sandbox)
         .with_fetch_config(settings.fetch.clone())
         .with_execution_caps(limits.executions)
-        .with_auth_throttle(limits.auth_throttle)
+        .with_budgets(limits.budgets.clone())
         .with_oauth_config(settings.oauth.clone());
     let service = match xmemo_embed::open(&settings.semantic.spec)
         .await

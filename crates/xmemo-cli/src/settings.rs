@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 use xmemo_server::app::HttpConfig;
 use xmemo_server::service::exec_slots::ExecutionCaps;
+use xmemo_server::service::{Budgets, Quotas};
 use xmemo_server::throttle::LimiterConfig;
 
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8420";
@@ -102,6 +103,64 @@ pub struct LimitsArgs {
     /// client; without them the TCP peer is the client [default: none]
     #[arg(long, env = "XMEMO_TRUSTED_PROXIES", value_delimiter = ',')]
     pub trusted_proxies: Vec<String>,
+    /// Failed sign-ins allowed per account and client address per window; 0 turns it off
+    /// [default: 10]
+    #[arg(long, env = "XMEMO_LOGIN_FAILURE_LIMIT")]
+    pub login_failure_limit: Option<u32>,
+    /// Failed sign-ins allowed per account from addresses it never signed in from, per
+    /// window; 0 turns it off [default: 30]
+    #[arg(long, env = "XMEMO_LOGIN_ACCOUNT_LIMIT")]
+    pub login_account_limit: Option<u32>,
+    /// The window of --login-failure-limit and --login-account-limit, in seconds [default: 600]
+    #[arg(long, env = "XMEMO_LOGIN_FAILURE_WINDOW_SECS")]
+    pub login_failure_window_secs: Option<u64>,
+    /// Password hashes (19 MiB each) computed at once [default: the CPUs, at most 4]
+    #[arg(long, env = "XMEMO_PASSWORD_HASH_CONCURRENCY")]
+    pub password_hash_concurrency: Option<usize>,
+    /// Requests that may wait for a password hash; beyond them 503 at once [default: 4 per
+    /// hash computed at once]
+    #[arg(long, env = "XMEMO_PASSWORD_HASH_QUEUE")]
+    pub password_hash_queue: Option<usize>,
+    /// Dynamic OAuth client registrations per client address and hour; 0 turns it off
+    /// [default: 30]
+    #[arg(long, env = "XMEMO_REGISTRATION_LIMIT")]
+    pub registration_limit: Option<u32>,
+    /// Dynamic OAuth client registrations per hour from all addresses; 0 turns it off
+    /// [default: 300]
+    #[arg(long, env = "XMEMO_REGISTRATION_GLOBAL_LIMIT")]
+    pub registration_global_limit: Option<u32>,
+    /// Registered OAuth clients kept at most [default: 10000]
+    #[arg(long, env = "XMEMO_MAX_REGISTERED_CLIENTS")]
+    pub max_registered_clients: Option<u64>,
+    /// Seconds after which a registered OAuth client that never got a grant is deleted
+    /// [default: 86400]
+    #[arg(long, env = "XMEMO_UNUSED_CLIENT_TTL_SECS")]
+    pub unused_client_ttl_secs: Option<u64>,
+    /// Client metadata documents fetched per client address and 10 minutes (cache misses);
+    /// 0 turns it off [default: 20]
+    #[arg(long, env = "XMEMO_DOCUMENT_FETCH_LIMIT")]
+    pub document_fetch_limit: Option<u32>,
+    /// Writes per account and minute (saves, imports, memory writes, lifecycle changes,
+    /// teams, invitations, keys); 0 turns it off [default: 1200]
+    #[arg(long, env = "XMEMO_WRITE_RATE")]
+    pub write_rate: Option<u32>,
+    /// Teams one account may create per day; 0 turns it off [default: 10]
+    #[arg(long, env = "XMEMO_TEAM_CREATION_LIMIT")]
+    pub team_creation_limit: Option<u32>,
+    /// Seconds after a declined invitation during which the team may not invite that person
+    /// again; 0 turns it off [default: 604800, a week]
+    #[arg(long, env = "XMEMO_INVITATION_COOL_DOWN_SECS")]
+    pub invitation_cool_down_secs: Option<u64>,
+    /// Memories one account may create; 0 = no quota [default: 10000]
+    #[arg(long, env = "XMEMO_QUOTA_MEMORIES")]
+    pub quota_memories: Option<u64>,
+    /// Skills one account may create; 0 = no quota [default: 1000]
+    #[arg(long, env = "XMEMO_QUOTA_SKILLS")]
+    pub quota_skills: Option<u64>,
+    /// Bytes one account may write (memory versions, skill revisions); 0 = no quota
+    /// [default: 268435456]
+    #[arg(long, env = "XMEMO_QUOTA_BYTES")]
+    pub quota_bytes: Option<u64>,
 }
 
 /// Settings of the MCP endpoint (`/mcp`).
@@ -169,6 +228,22 @@ struct FileSettings {
     auth_failure_limit: Option<u32>,
     auth_failure_window_secs: Option<u64>,
     trusted_proxies: Option<Vec<String>>,
+    login_failure_limit: Option<u32>,
+    login_account_limit: Option<u32>,
+    login_failure_window_secs: Option<u64>,
+    password_hash_concurrency: Option<usize>,
+    password_hash_queue: Option<usize>,
+    registration_limit: Option<u32>,
+    registration_global_limit: Option<u32>,
+    max_registered_clients: Option<u64>,
+    unused_client_ttl_secs: Option<u64>,
+    document_fetch_limit: Option<u32>,
+    write_rate: Option<u32>,
+    team_creation_limit: Option<u32>,
+    invitation_cool_down_secs: Option<u64>,
+    quota_memories: Option<u64>,
+    quota_skills: Option<u64>,
+    quota_bytes: Option<u64>,
     /// `[oauth_client_profiles]`: client id or name → MCP client profile.
     oauth_client_profiles: Option<std::collections::BTreeMap<String, String>>,
     embedding_model: Option<String>,
@@ -195,8 +270,10 @@ pub struct Settings {
 pub struct Limits {
     pub http: HttpConfig,
     pub executions: ExecutionCaps,
-    pub auth_throttle: LimiterConfig,
     pub trusted_proxies: Vec<IpAddr>,
+    /// Every budget, quota and cap of the service (docs/limits.md), the failed
+    /// authentications per address included.
+    pub budgets: Budgets,
 }
 
 fn env(name: &str) -> Option<String> {
@@ -377,12 +454,122 @@ fn resolve_limits(args: &LimitsArgs, file: &FileSettings) -> anyhow::Result<Limi
                 .map_err(|_| anyhow::anyhow!("trusted proxy `{p}` is not an IP address"))
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
+    let budgets = resolve_budgets(args, file, auth_throttle)?;
     Ok(Limits {
         http,
         executions,
-        auth_throttle,
         trusted_proxies,
+        budgets,
     })
+}
+
+/// The service's budgets from flags / environment > file > defaults (docs/limits.md).
+fn resolve_budgets(
+    args: &LimitsArgs,
+    file: &FileSettings,
+    auth_failures: LimiterConfig,
+) -> anyhow::Result<Budgets> {
+    let d = Budgets::default();
+    let count =
+        |given: Option<u32>, from_file: Option<u32>, default: LimiterConfig| LimiterConfig {
+            max_failures: given.or(from_file).unwrap_or(default.max_failures),
+            ..default
+        };
+    let login_window = args
+        .login_failure_window_secs
+        .or(file.login_failure_window_secs)
+        .map_or(d.login_pair.window, Duration::from_secs);
+    if login_window.is_zero() {
+        anyhow::bail!("the login failure window must be at least 1 second");
+    }
+    let mut hashing = d.hashing;
+    if let Some(n) = args
+        .password_hash_concurrency
+        .or(file.password_hash_concurrency)
+    {
+        if n == 0 {
+            anyhow::bail!("password_hash_concurrency must be at least 1");
+        }
+        hashing.concurrency = n;
+        hashing.queue = n * xmemo_server::password::HashingConfig::QUEUE_PER_SLOT;
+    }
+    if let Some(q) = args.password_hash_queue.or(file.password_hash_queue) {
+        hashing.queue = q;
+    }
+    let quota = |given: Option<u64>, from_file: Option<u64>, default: u64| match given.or(from_file)
+    {
+        Some(0) => u64::MAX,
+        Some(n) => n,
+        None => default,
+    };
+    let ttl = args
+        .unused_client_ttl_secs
+        .or(file.unused_client_ttl_secs)
+        .map_or(d.unused_client_ttl, Duration::from_secs);
+    if ttl.is_zero() {
+        anyhow::bail!("unused_client_ttl_secs must be at least 1");
+    }
+    Ok(Budgets {
+        auth_failures,
+        login_pair: LimiterConfig {
+            window: login_window,
+            ..count(
+                args.login_failure_limit,
+                file.login_failure_limit,
+                d.login_pair,
+            )
+        },
+        login_account: LimiterConfig {
+            window: login_window,
+            ..count(
+                args.login_account_limit,
+                file.login_account_limit,
+                d.login_account,
+            )
+        },
+        hashing,
+        registrations: count(
+            args.registration_limit,
+            file.registration_limit,
+            d.registrations,
+        ),
+        registrations_global: count(
+            args.registration_global_limit,
+            file.registration_global_limit,
+            d.registrations_global,
+        ),
+        max_registered_clients: args
+            .max_registered_clients
+            .or(file.max_registered_clients)
+            .unwrap_or(d.max_registered_clients),
+        unused_client_ttl: ttl,
+        document_fetches: count(
+            args.document_fetch_limit,
+            file.document_fetch_limit,
+            d.document_fetches,
+        ),
+        writes: count(args.write_rate, file.write_rate, d.writes),
+        team_creations: count(
+            args.team_creation_limit,
+            file.team_creation_limit,
+            d.team_creations,
+        ),
+        decline_cool_down: args
+            .invitation_cool_down_secs
+            .or(file.invitation_cool_down_secs)
+            .map_or(d.decline_cool_down, Duration::from_secs),
+        quotas: Quotas {
+            memories: quota(args.quota_memories, file.quota_memories, d.quotas.memories),
+            skills: quota(args.quota_skills, file.quota_skills, d.quotas.skills),
+            bytes: quota(args.quota_bytes, file.quota_bytes, d.quotas.bytes),
+        },
+    })
+}
+
+/// The budgets an operator command reports (quotas): the settings file's, else the defaults.
+pub fn budgets_for_admin(args: &DbArgs) -> anyhow::Result<Budgets> {
+    let file = load_file(args.config.as_deref())?;
+    Ok(resolve_limits(&LimitsArgs::default(), &file)?.budgets)
 }
 
 /// Flag / environment (clap) > file > default, per list.
@@ -464,7 +651,7 @@ mod tests {
         assert_eq!(limits.http.body_timeout, HttpConfig::DEFAULT_BODY_TIMEOUT);
         assert_eq!(limits.executions.per_account, 1);
         assert_eq!(
-            limits.auth_throttle.max_failures, 0,
+            limits.budgets.auth_failures.max_failures, 0,
             "0 turns the limit off"
         );
         assert_eq!(
@@ -474,9 +661,44 @@ mod tests {
 
         let defaults =
             resolve_limits(&LimitsArgs::default(), &FileSettings::default()).expect("defaults");
-        assert_eq!(defaults.auth_throttle.max_failures, 20);
+        assert_eq!(defaults.budgets.auth_failures.max_failures, 20);
+        assert_eq!(defaults.budgets, Budgets::default());
         assert_eq!(defaults.executions.per_account, 2);
         assert!(defaults.trusted_proxies.is_empty());
+    }
+
+    #[test]
+    fn budgets_and_quotas_come_from_flags_then_the_file() {
+        let from_file = file(
+            "write_rate = 50\nquota_memories = 0\nquota_bytes = 1000\n\
+             login_account_limit = 7\nlogin_failure_window_secs = 60\n\
+             password_hash_concurrency = 2\nregistration_global_limit = 9\n",
+        );
+        let flags = LimitsArgs {
+            write_rate: Some(60),
+            ..LimitsArgs::default()
+        };
+        let b = resolve_limits(&flags, &from_file).expect("limits").budgets;
+        assert_eq!(b.writes.max_failures, 60, "a flag beats the file");
+        assert_eq!(b.quotas.memories, u64::MAX, "0 is no quota");
+        assert_eq!(b.quotas.bytes, 1000);
+        assert_eq!(b.quotas.skills, Quotas::DEFAULT.skills);
+        assert_eq!(b.login_account.max_failures, 7);
+        assert_eq!(b.login_account.window, Duration::from_secs(60));
+        assert_eq!(b.login_pair.window, Duration::from_secs(60));
+        assert_eq!(b.hashing.concurrency, 2);
+        assert_eq!(b.hashing.queue, 8);
+        assert_eq!(b.registrations_global.max_failures, 9);
+        for bad in [
+            "password_hash_concurrency = 0",
+            "login_failure_window_secs = 0",
+            "unused_client_ttl_secs = 0",
+        ] {
+            assert!(
+                resolve_limits(&LimitsArgs::default(), &file(bad)).is_err(),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

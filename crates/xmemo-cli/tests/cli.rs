@@ -19,8 +19,14 @@ struct Server;
 
 impl Server {
     fn start(data_dir: &Path) -> xmemo_testkit::ServerProcess {
+        Self::start_with(data_dir, &[])
+    }
+
+    fn start_with(data_dir: &Path, args: &[&str]) -> xmemo_testkit::ServerProcess {
         let dir = data_dir.to_str().expect("utf-8 temp path");
-        let server = xmemo_testkit::ServerProcess::start(BIN, &["--data-dir", dir], &[]);
+        let mut all = vec!["--data-dir", dir];
+        all.extend_from_slice(args);
+        let server = xmemo_testkit::ServerProcess::start(BIN, &all, &[]);
         assert!(
             server.url.starts_with("http://127.0.0.1:"),
             "{}",
@@ -116,9 +122,14 @@ impl Client {
 
 /// A server on a fresh data dir and a client holding its bootstrap admin key.
 fn setup() -> (tempfile::TempDir, xmemo_testkit::ServerProcess, Client) {
+    setup_with(&[])
+}
+
+/// [`setup`] with these `xmemo serve` flags.
+fn setup_with(args: &[&str]) -> (tempfile::TempDir, xmemo_testkit::ServerProcess, Client) {
     let tmp = tempfile::tempdir().expect("tempdir");
     let data = tmp.path().join("data");
-    let server = Server::start(&data);
+    let server = Server::start_with(&data, args);
     let key = std::fs::read_to_string(data.join("admin.key")).expect("admin.key written");
     let client = Client::new(&server.url, Some(key.trim()), tmp.path());
     (tmp, server, client)
@@ -437,7 +448,9 @@ fn skills_end_to_end() {
 
 #[test]
 fn workspaces_members_keys_and_review() {
-    let (tmp, server, admin) = setup();
+    // Bob declines an invitation and is invited again at once below: without the week's
+    // cool-down after a decline (issue #23; tests/hardening.rs of the server tests it).
+    let (tmp, server, admin) = setup_with(&["--invitation-cool-down-secs", "0"]);
     let data = tmp.path().join("data");
     let data_arg = data.display().to_string();
 
@@ -502,6 +515,8 @@ fn workspaces_members_keys_and_review() {
         bob.ok(&["invitations", "list"])
             .contains("no pending invitations")
     );
+    // Invited again at once: this server runs without the cool-down after a decline (see
+    // the top of the test).
     let invited = admin.json(&[
         "workspaces",
         "invite",

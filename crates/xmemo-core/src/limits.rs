@@ -39,6 +39,9 @@ pub const KEY_NAME_MAX_CHARS: usize = 128;
 /// account are stored like any other (so the answer does not reveal which handles exist),
 /// and this bound keeps a team from filling the table with them.
 pub const PENDING_INVITATIONS_MAX: usize = 100;
+/// Pending invitations one invitee may have from all teams together, so nobody's list can be
+/// flooded (beyond it: VALIDATION_ERROR, `details.field: invitee`).
+pub const PENDING_INVITATIONS_PER_INVITEE_MAX: usize = 20;
 /// Attribution header values (`X-Memory-OS-Agent-ID`, `X-Memory-OS-Agent-Instance-ID`).
 pub const ATTRIBUTION_MAX_CHARS: usize = 128;
 /// `execute_cloud_skill` `timeout_seconds`: accepted range and default (SPEC §5).

@@ -136,6 +136,13 @@ pub fn is_invisible_or_bidi(c: char) -> bool {
     )
 }
 
+/// `text` without invisible or bidirectional formatting marks ([`is_invisible_or_bidi`]):
+/// how names people read but others chose are kept (OAuth client names, team names), so
+/// none can display as another. Control characters stay, for the field's own check to refuse.
+pub fn strip_invisible(text: &str) -> String {
+    text.chars().filter(|c| !is_invisible_or_bidi(*c)).collect()
+}
+
 /// The metadata object: keys follow the one-line rule and string values the multi-line
 /// rule, at every depth. Fields are named `metadata.<key>[<index>]…`.
 pub fn validate_metadata_text(

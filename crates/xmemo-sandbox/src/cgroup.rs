@@ -474,13 +474,9 @@ fn kill_members(dir: &Path, version: CgroupVersion) -> usize {
     }
     let pids = members(dir);
     for &pid in &pids {
-        if pid > 0 {
-            // SAFETY: kill with a positive pid read from this cgroup's member list; these are
-            // processes of the run (the cgroup is private to it).
-            unsafe {
-                libc::kill(pid, libc::SIGKILL);
-            }
-        }
+        // Pinned, then checked to be a member still (a pid listed a moment ago may have been
+        // reused by a process outside the run), then signalled through its pidfd.
+        crate::pidfd::kill_if(pid, |p| members(dir).contains(&p));
     }
     pids.len()
 }

@@ -130,6 +130,7 @@ mod error;
 mod fallback;
 mod limits;
 mod outcome;
+mod pidfd;
 mod probe;
 mod request;
 mod runner;

@@ -383,6 +383,17 @@ pub fn reap_uid(uid: u32) -> usize {
     reap_uid_scanned(uid).killed
 }
 
+/// SIGKILLs each of `pids` (a scan's finding) that, pinned by a pidfd, still runs as `uid`:
+/// a pid the scan saw may have been reused by another user's process since. How many kills
+/// were sent.
+pub fn kill_listed(pids: &[libc::pid_t], uid: u32) -> usize {
+    pids.iter()
+        .filter(|&&pid| {
+            crate::pidfd::kill_if(pid, |p| pid_runs_as(p, uid)) == crate::pidfd::Killed::Sent
+        })
+        .count()
+}
+
 /// What [`reap_uid_scanned`] did and what its last scan saw.
 #[derive(Debug, Default)]
 pub struct Reaped {
@@ -402,14 +413,7 @@ pub fn reap_uid_scanned(uid: u32) -> Reaped {
         if scan.alive.is_empty() {
             break;
         }
-        for &pid in &scan.alive {
-            // SAFETY: kill with a positive pid of a process running as a uid reserved for
-            // sandbox runs (and locked by this process).
-            unsafe {
-                libc::kill(pid, libc::SIGKILL);
-            }
-            killed += 1;
-        }
+        killed += kill_listed(&scan.alive, uid);
         std::thread::sleep(Duration::from_millis(if round < 10 { 2 } else { 20 }));
     }
     Reaped {
@@ -422,6 +426,25 @@ pub fn reap_uid_scanned(uid: u32) -> Reaped {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_listed_pid_of_another_uid_is_not_killed() {
+        use std::os::unix::process::ExitStatusExt;
+        // A scan listed this pid under a sandbox uid; it runs as this test's uid now (the
+        // pid was reused). The sweep must leave it alone.
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("sleep");
+        let pid = child.id() as libc::pid_t;
+        // SAFETY: getuid has no preconditions.
+        let ours = unsafe { libc::getuid() };
+        let sandbox_uid = ours.wrapping_add(4_000_000);
+        assert_eq!(kill_listed(&[pid], sandbox_uid), 0);
+        assert!(child.try_wait().expect("wait").is_none(), "left running");
+        assert_eq!(kill_listed(&[pid], ours), 1);
+        assert_eq!(child.wait().expect("wait").signal(), Some(libc::SIGKILL));
+    }
 
     #[test]
     fn parses_status_uids() {

@@ -5,7 +5,7 @@ use crate::fetch::FetchError;
 use serde_json::Value;
 use xmemo_core::package::PackageError;
 use xmemo_core::{ErrorCode, TransitionError, ValidationError};
-use xmemo_store::StoreError;
+use xmemo_store::{LimitReached, StoreError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServiceError {
@@ -236,6 +236,47 @@ impl From<TransitionError> for ServiceError {
     }
 }
 
+/// A bound the store checked in the write's transaction. A quota of bytes is
+/// PAYLOAD_TOO_LARGE and a quota of counts VALIDATION_ERROR, as the content limits are (the
+/// decisions' rule), both with `details.field` `quota.<name>`, `reason: quota`, and the
+/// limit and what the write would make it; neither is retryable: the operator raises it.
+impl From<LimitReached> for ServiceError {
+    fn from(l: LimitReached) -> Self {
+        let message = l.to_string();
+        match l {
+            LimitReached::Quota {
+                quota,
+                limit,
+                used,
+                requested,
+            } => {
+                let details = Some(serde_json::json!({
+                    "field": format!("quota.{quota}"),
+                    "reason": "quota",
+                    "limit": limit,
+                    "actual": used.saturating_add(requested),
+                }));
+                if quota == "bytes" {
+                    Self::TooLarge(message, details)
+                } else {
+                    Self::Validation(message, details)
+                }
+            }
+            LimitReached::PendingInvitations { limit } => Self::Validation(
+                message,
+                Some(serde_json::json!({
+                    "field": "invitee", "reason": "pending_invitations", "limit": limit,
+                })),
+            ),
+            LimitReached::DeclinedRecently { .. } => Self::Conflict(message),
+            LimitReached::RegisteredClients { .. } => Self::AtCapacity {
+                message,
+                retry_after_secs: 3600,
+            },
+        }
+    }
+}
+
 impl From<StoreError> for ServiceError {
     fn from(e: StoreError) -> Self {
         match e {
@@ -250,6 +291,7 @@ impl From<StoreError> for ServiceError {
                 tracing::error!(error = %msg, "storage failure");
                 Self::Internal(msg)
             }
+            StoreError::Limit(limit) => limit.into(),
         }
     }
 }

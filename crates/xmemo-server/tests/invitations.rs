@@ -201,7 +201,8 @@ async fn assert_victim_sees(s: &TestServer, victim: &str, team: bool) {
 
 #[tokio::test]
 async fn an_invitation_shows_nothing_of_the_team_until_it_is_accepted() {
-    let s = TestServer::start().await;
+    let clock = std::sync::Arc::new(xmemo_server::service::clock::ManualClock::default());
+    let s = TestServer::start_configured(|svc| svc.with_clock(clock.clone())).await;
     let victim = s.account("vic", RW).await;
     let attacker = s.account("mallory", RW).await;
     let mut own = skill("deploy", "My own deploy steps.");
@@ -278,7 +279,11 @@ async fn an_invitation_shows_nothing_of_the_team_until_it_is_accepted() {
     .expect_error(404, "NOT_FOUND");
     assert_victim_sees(&s, &victim, false).await;
 
-    // Invited again, by account id this time, and accepted: now the team is hers to read.
+    // Invited again, by account id this time, once the cool-down after her decline is over,
+    // and accepted: now the team is hers to read.
+    clock.advance(
+        xmemo_server::service::budgets::DECLINE_COOL_DOWN + std::time::Duration::from_secs(60),
+    );
     let second = invitation_id(
         &s.post(
             "/api/v1/workspaces/evil/invitations",
@@ -336,10 +341,6 @@ async fn unknown_and_known_handles_answer_alike() {
     let s = TestServer::start().await;
     let owner = &s.admin_key;
     let bob = s.account("bob", RW).await;
-    let bob_id = s.get("/api/v1/me", &bob).await.body["account"]["account_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
     s.post("/api/v1/workspaces", owner, json!({"handle": "ops"}))
         .await
         .expect_ok();
@@ -347,8 +348,16 @@ async fn unknown_and_known_handles_answer_alike() {
     // credential cache, so both invitations below find the caller's credential alike.
     s.get("/api/v1/me", owner).await;
 
+    // One pending invitation per team and person: the id case names another account than
+    // the handle case, whose invitation is still pending.
+    let carol = s.account("carol", RW).await;
+    let carol_id = s.get("/api/v1/me", &carol).await.body["account"]["account_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    s.get("/api/v1/me", owner).await;
     let unknown_id = format!("acct_{}", "0".repeat(32));
-    let pairs = [("bob", "nobody"), (bob_id.as_str(), unknown_id.as_str())];
+    let pairs = [("bob", "nobody"), (carol_id.as_str(), unknown_id.as_str())];
     let mut bob_invitation = None;
     for (i, (known, unknown)) in pairs.iter().enumerate() {
         let before = s.store.statements_run();
@@ -423,11 +432,16 @@ async fn unknown_and_known_handles_answer_alike() {
             .unwrap()
             .is_empty()
     );
-    // Bob's reaches bob.
+    // Bob's reaches bob (the one by id went to carol: one pending invitation per person).
     let bobs = s.get("/api/v1/invitations", &bob).await;
     let bobs = bobs.expect_ok()["invitations"].as_array().unwrap().clone();
-    assert_eq!(bobs.len(), 2);
+    assert_eq!(bobs.len(), 1);
     assert_eq!(bobs[0]["invitation_id"], bob_invitation.unwrap().as_str());
+    let carols = s.get("/api/v1/invitations", &carol).await;
+    assert_eq!(
+        carols.expect_ok()["invitations"].as_array().unwrap().len(),
+        1
+    );
 }
 
 #[tokio::test]

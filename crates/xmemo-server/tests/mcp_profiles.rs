@@ -191,11 +191,23 @@ async fn the_profile_comes_from_the_key_unless_the_path_names_one() {
     let by_default = s.client("/mcp", &default_key).await;
     assert_eq!(tools(&by_default).await.len(), 7);
 
-    // Path wins over the key.
-    let path_wins = s.client("/mcp/ordinary-full", &claude_key).await;
-    assert_eq!(tools(&path_wins).await.len(), 7);
+    // A path can hide tools from a key, never add any: the key's own profile bounds it
+    // (issue #23: a key of `claude-code` at `/mcp/ordinary-full` stays within claude-code).
+    let path_bounded = s.client("/mcp/ordinary-full", &claude_key).await;
+    assert_eq!(tools(&path_bounded).await, with_memory_tools(&[]));
+    let e = call(
+        &path_bounded,
+        "save_cloud_skill",
+        skill("not-via-path", "x"),
+    )
+    .await
+    .expect_err("the key's profile has no save tool");
+    assert_eq!(rpc_code(&e), -32602);
     let path_hides = s.client("/mcp/chatgpt-public", &cursor_key).await;
     assert_eq!(tools(&path_hides).await, with_memory_tools(&[]));
+    // A key of the default profile is bounded by nothing: the path decides.
+    let path_wins = s.client("/mcp/cursor-plugin", &default_key).await;
+    assert_eq!(tools(&path_wins).await.len(), 7);
 
     // Saves record the profile actually served.
     ok(
@@ -211,7 +223,7 @@ async fn the_profile_comes_from_the_key_unless_the_path_names_one() {
         .expect("revs");
     assert_eq!(
         revs[0].attribution.client_profile.as_deref(),
-        Some("ordinary-full")
+        Some("cursor-plugin")
     );
 
     // A key whose profile the contract does not define: refused on /mcp, fine on a path.

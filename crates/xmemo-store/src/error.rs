@@ -13,9 +13,39 @@ pub enum StoreError {
     /// The database cannot be reached or refused the connection.
     #[error("database unavailable: {0}")]
     Unavailable(String),
+    /// A bound the caller set on this write would be passed; nothing was written. Checked
+    /// inside the write's transaction, so concurrent writes cannot all pass it.
+    #[error("limit reached: {0}")]
+    Limit(LimitReached),
     /// Anything else; the message is for logs, never for clients.
     #[error("storage error: {0}")]
     Internal(String),
+}
+
+/// Which bound a write would pass (see [`StoreError::Limit`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LimitReached {
+    /// The account's quota of `quota` (`memories`, `skills` or `bytes`): it has `used`, the
+    /// write needs `requested` more, `limit` is the most.
+    #[error(
+        "the account's {quota} quota ({limit}) is used up: {used} used, {requested} more asked for"
+    )]
+    Quota {
+        quota: &'static str,
+        limit: u64,
+        used: u64,
+        requested: u64,
+    },
+    /// The invitee already has `limit` pending invitations.
+    #[error("the invitee already has {limit} pending invitations")]
+    PendingInvitations { limit: u64 },
+    /// The invitee declined an invitation to this team at `declined_at`, within the
+    /// cool-down the caller gave.
+    #[error("the invitee declined an invitation to this team at {declined_at}")]
+    DeclinedRecently { declined_at: String },
+    /// The server already holds `limit` registered OAuth clients.
+    #[error("{limit} OAuth clients are registered already")]
+    RegisteredClients { limit: u64 },
 }
 
 impl StoreError {

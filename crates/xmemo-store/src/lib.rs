@@ -15,7 +15,7 @@ pub mod sqlite;
 pub mod vectors;
 
 use async_trait::async_trait;
-pub use error::StoreError;
+pub use error::{LimitReached, StoreError};
 pub use model::*;
 pub use signin::*;
 pub use sql::{Record, SqlStore};
@@ -57,7 +57,10 @@ pub trait Store: Send + Sync + 'static {
     async fn find_account_by_handle(&self, handle: &str) -> StoreResult<Option<Account>>;
     async fn list_accounts(&self) -> StoreResult<Vec<Account>>;
     /// Removes the account and everything only it owns, in one transaction (see
-    /// [`AccountDeletion`]); its audit entries stay, and `audit` is appended.
+    /// [`AccountDeletion`]); its audit entries stay, and `audit` is appended. Refused with
+    /// `Conflict` when the account is the only owner of a team or the last server
+    /// administrator, checked in that transaction under locks on those teams (and on the
+    /// administrators), so two owners deleting themselves at once cannot both succeed.
     async fn delete_account(
         &self,
         account_id: &str,
@@ -100,6 +103,18 @@ pub trait Store: Send + Sync + 'static {
         role: Role,
         audit: AuditDraft,
     ) -> StoreResult<()>;
+    /// The operator's repair of a team without an owner: the account becomes an owner (a
+    /// member already, or added), audited. `NotFound` for an unknown team or account.
+    async fn make_team_owner(
+        &self,
+        workspace_id: &str,
+        account_id: &str,
+        audit: AuditDraft,
+    ) -> StoreResult<()>;
+    /// Teams that have no owner (none can be made over the API; the operator repairs them).
+    async fn ownerless_teams(&self) -> StoreResult<Vec<Workspace>>;
+    /// What the account has used of its quota.
+    async fn account_usage(&self, account_id: &str) -> StoreResult<Usage>;
     /// Removes a member; false when the account is not one (nothing audited). Refused with
     /// `Conflict` when it would remove the last owner, under the same lock.
     async fn remove_member(
@@ -180,12 +195,22 @@ pub trait Store: Send + Sync + 'static {
     async fn list_passwords(&self) -> StoreResult<Vec<PasswordRow>>;
     /// Stores a new session, deleting the one it `replaces` (rotation at sign-in) and every
     /// expired session, audited.
+    /// `address` (the client's, as the service counts it) is remembered as one the account
+    /// signed in from.
     async fn create_session(
         &self,
         new: NewWebSession,
         replaces: Option<&str>,
+        address: Option<&str>,
         audit: AuditDraft,
     ) -> StoreResult<WebSession>;
+    /// Whether the account signed in from `address` (one of its latest few).
+    async fn known_signin_address(&self, account_id: &str, address: &str) -> StoreResult<bool>;
+    /// When an operator last unlocked the account's sign-in (`xmemo admin account unlock`).
+    async fn signin_unlocked_at(&self, account_id: &str) -> StoreResult<Option<String>>;
+    /// Records an unlock of the account's sign-in at `at`, audited (`NotFound`: no account).
+    async fn unlock_signin(&self, account_id: &str, at: &str, audit: AuditDraft)
+    -> StoreResult<()>;
     async fn find_session(&self, session_hash: &str) -> StoreResult<Option<WebSession>>;
     /// Moves a session's idle expiry to `idle_expires_at`, capped at its absolute expiry
     /// (bookkeeping, not audited); false when there is no such session.
@@ -240,6 +265,13 @@ pub trait Store: Send + Sync + 'static {
         audit: AuditDraft,
     ) -> StoreResult<bool>;
     async fn get_oauth_grant(&self, grant_id: &str) -> StoreResult<Option<OAuthGrant>>;
+    /// Revokes every live grant of the account, audited when there was one; how many.
+    async fn revoke_account_grants(
+        &self,
+        account_id: &str,
+        reason: &str,
+        audit: AuditDraft,
+    ) -> StoreResult<u64>;
     /// One page of the account's live grants in `(created_at, grant_id)` order.
     async fn list_oauth_grants_page(
         &self,

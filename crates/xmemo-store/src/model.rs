@@ -97,6 +97,19 @@ pub struct NewInvitation {
     pub account_id: Option<String>,
     pub role: Role,
     pub invited_by: String,
+    /// Bounds checked in the inviting transaction (none: unbounded, as snapshots insert).
+    pub bounds: InvitationBounds,
+}
+
+/// What an invitation must respect, checked in its own transaction (under a lock on the
+/// invitee's account, so concurrent invitations of one person cannot all pass). Unknown
+/// invitees (no account) are counted by the spelling they were invited under.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct InvitationBounds {
+    /// Most pending invitations one invitee may have, from all teams together.
+    pub max_pending_per_invitee: Option<u64>,
+    /// Refuse when the invitee declined an invitation to this team after this instant.
+    pub declined_after: Option<String>,
 }
 
 /// How an invitee answers a pending invitation.
@@ -233,6 +246,28 @@ pub struct SaveRevision {
     /// Provenance of imported content, stored with the new revision (a save that creates
     /// nothing keeps the existing revision's source).
     pub source: Option<Value>,
+    /// The quota of the account in `attribution`, charged in the save's transaction.
+    pub quota: Option<Quota>,
+}
+
+/// An account's quota of stored content, charged by every write that stores content in the
+/// same transaction as the write (`account_usage`), so concurrent writes cannot all pass it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Quota {
+    /// Memories the account has created.
+    pub memories: u64,
+    /// Skills the account has created.
+    pub skills: u64,
+    /// Bytes the account has written (memory versions; revision bodies, metadata, files).
+    pub bytes: u64,
+}
+
+/// What an account has used of its quota.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Usage {
+    pub memories: u64,
+    pub skills: u64,
+    pub bytes: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -590,6 +625,8 @@ pub struct NewMemory {
     pub content_hash: String,
     pub expires_at: Option<String>,
     pub attribution: Attribution,
+    /// The quota of the account in `attribution`, charged when a memory is created.
+    pub quota: Option<Quota>,
 }
 
 #[derive(Debug, Clone)]
@@ -609,6 +646,8 @@ pub struct MemoryUpdate {
     pub content_hash: String,
     pub attribution: Attribution,
     pub audit: AuditDraft,
+    /// The quota of the account in `attribution`, charged for the new version's bytes.
+    pub quota: Option<Quota>,
 }
 
 /// Forget (active → forgotten, with a reason) or restore (forgotten → active).

@@ -48,6 +48,17 @@ pub struct NewOAuthClient {
     pub token_endpoint_auth_method: String,
     pub secret_hash: Option<String>,
     pub metadata: serde_json::Value,
+    /// Bounds of the registering transaction (none: unbounded).
+    pub bounds: ClientBounds,
+}
+
+/// What a registration must respect, in its own transaction: clients registered before
+/// `expire_unused_before` that never got a grant are deleted first, then the new one must
+/// fit under `max_clients`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClientBounds {
+    pub max_clients: Option<u64>,
+    pub expire_unused_before: Option<String>,
 }
 
 /// One approved consent: an account let a client act with `scopes` on `resource`. Its

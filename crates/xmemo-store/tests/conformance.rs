@@ -264,6 +264,13 @@ conformance!(
     credential_cache_follows_every_write_at_once,
     api_key_last_use_is_coalesced,
     pending_proposals_and_latest_statuses,
+    deleting_a_sole_owner_is_refused_in_its_transaction,
+    two_owners_deleting_themselves_at_once_keep_one,
+    ownerless_teams_are_found_and_repaired,
+    quotas_hold_in_the_writing_transaction,
+    invitation_bounds_hold_in_the_inviting_transaction,
+    unused_oauth_clients_expire_at_the_next_registration,
+    signin_addresses_and_unlocks,
 );
 
 // ---------------------------------------------------------------------------------------------
@@ -304,6 +311,7 @@ async fn join(store: &DynStore, team: &Workspace, by: &Account, who: &Account, r
                 account_id: Some(who.account_id.clone()),
                 role,
                 invited_by: by.account_id.clone(),
+                bounds: Default::default(),
             },
             AuditDraft::new("invitation.create", &actor(&by.account_id)),
         )
@@ -422,6 +430,7 @@ impl Draft {
             components: self.components.clone(),
             attribution: who.clone(),
             source: self.source.clone(),
+            quota: None,
         }
     }
 }
@@ -527,6 +536,7 @@ fn new_memory(ws: &str, who: &Attribution, c: xmemo_core::memory::MemoryContent)
         content: c,
         expires_at: None,
         attribution: who.clone(),
+        quota: None,
     }
 }
 
@@ -3228,6 +3238,7 @@ mod cases {
             account_id: account_id.map(str::to_string),
             role: Role::Viewer,
             invited_by: alice.account_id.clone(),
+            bounds: Default::default(),
         };
         let audit = || AuditDraft::new("invitation.create", &actor(&alice.account_id));
         let to_bob = store
@@ -3330,6 +3341,7 @@ mod cases {
             account_id: Some(bob.account_id.clone()),
             role,
             invited_by: alice.account_id.clone(),
+            bounds: Default::default(),
         };
         let first = store
             .create_invitation(
@@ -3444,6 +3456,7 @@ mod cases {
                             account_id: Some(bob.account_id.clone()),
                             role: Role::Viewer,
                             invited_by: alice.account_id.clone(),
+                            bounds: Default::default(),
                         },
                         AuditDraft::new("invitation.create", &actor(&alice.account_id)),
                     )
@@ -3818,9 +3831,484 @@ async fn transcript(store: &DynStore) -> Vec<String> {
 mod all_cases {
     pub use super::cases::*;
     pub use super::deletion_cases::*;
+    pub use super::hardening_cases::*;
     pub use super::memory_cases::*;
     pub use super::signin_cases::*;
     pub use super::signin_snapshot_cases::*;
+}
+
+/// Issue #23: the bounds checked inside the writing transaction.
+mod hardening_cases {
+    use super::*;
+
+    fn owner_draft(who: &Account) -> AuditDraft {
+        AuditDraft::new("account.delete", &actor(&who.account_id))
+    }
+
+    pub async fn deleting_a_sole_owner_is_refused_in_its_transaction(db: &TestDb) {
+        let store = db.store();
+        let alice = account(&store, "alice").await;
+        let ws = team(&store, "crew", &alice).await;
+        let refused = store
+            .delete_account(&alice.account_id, owner_draft(&alice))
+            .await;
+        assert!(
+            matches!(refused, Err(StoreError::Conflict(_))),
+            "{refused:?}"
+        );
+        assert!(
+            store
+                .get_account(&alice.account_id)
+                .await
+                .unwrap()
+                .is_some()
+        );
+        // With a second owner the first may go.
+        let bob = account(&store, "bob").await;
+        join(&store, &ws, &alice, &bob, Role::Owner).await;
+        store
+            .delete_account(&alice.account_id, owner_draft(&alice))
+            .await
+            .expect("another owner remains");
+        let refused = store
+            .delete_account(&bob.account_id, owner_draft(&bob))
+            .await;
+        assert!(matches!(refused, Err(StoreError::Conflict(_))));
+    }
+
+    pub async fn two_owners_deleting_themselves_at_once_keep_one(db: &TestDb) {
+        for round in 0..8 {
+            let store = db.store();
+            let a = account(&store, &format!("a{round}")).await;
+            let b = account(&store, &format!("b{round}")).await;
+            let ws = team(&store, &format!("t{round}"), &a).await;
+            join(&store, &ws, &a, &b, Role::Owner).await;
+            let (sa, sb) = (db.node(0), db.node(1));
+            let (ra, rb) = tokio::join!(
+                sa.delete_account(&a.account_id, owner_draft(&a)),
+                sb.delete_account(&b.account_id, owner_draft(&b))
+            );
+            assert_eq!(
+                [&ra, &rb].iter().filter(|r| r.is_ok()).count(),
+                1,
+                "round {round}: {ra:?} / {rb:?}"
+            );
+            let owners = store
+                .list_members(&ws.workspace_id)
+                .await
+                .unwrap()
+                .into_iter()
+                .filter(|m| m.role == Role::Owner)
+                .count();
+            assert_eq!(owners, 1, "round {round}: the team keeps an owner");
+        }
+    }
+
+    pub async fn ownerless_teams_are_found_and_repaired(db: &TestDb) {
+        let store = db.store();
+        let alice = account(&store, "alice").await;
+        let ws = team(&store, "crew", &alice).await;
+        assert!(store.ownerless_teams().await.unwrap().is_empty());
+        // As a pre-#23 race left teams: no owner membership at all.
+        db.raw_execute(&format!(
+            "DELETE FROM memberships WHERE workspace_id = '{}'",
+            ws.workspace_id
+        ))
+        .await
+        .unwrap();
+        let other = db.other_node().await;
+        let listed = other.ownerless_teams().await.unwrap();
+        assert_eq!(listed.len(), 1);
+        assert_eq!(listed[0].workspace_id, ws.workspace_id);
+        let bob = account(&store, "bob").await;
+        store
+            .make_team_owner(
+                &ws.workspace_id,
+                &bob.account_id,
+                AuditDraft::new("membership.repair_owner", &Attribution::default()),
+            )
+            .await
+            .unwrap();
+        assert!(store.ownerless_teams().await.unwrap().is_empty());
+        let members = store.list_members(&ws.workspace_id).await.unwrap();
+        assert_eq!(members.len(), 1);
+        assert_eq!(members[0].role, Role::Owner);
+        // The credential cache sees the new membership at once.
+        let seen = store.memberships(&bob.account_id).await.unwrap();
+        assert!(
+            seen.iter()
+                .any(|m| m.workspace.workspace_id == ws.workspace_id)
+        );
+        // An unknown team is NotFound.
+        assert!(matches!(
+            store
+                .make_team_owner("ws_nope", &bob.account_id, AuditDraft::default())
+                .await,
+            Err(StoreError::NotFound(_))
+        ));
+    }
+
+    pub async fn quotas_hold_in_the_writing_transaction(db: &TestDb) {
+        let store = db.store();
+        let alice = account(&store, "alice").await;
+        let who = actor(&alice.account_id);
+        let quota = Quota {
+            memories: 3,
+            skills: 1,
+            bytes: 10_000,
+        };
+        let tasks: Vec<_> = (0..10)
+            .map(|i| {
+                let node = db.node(i);
+                let mut new = new_memory(
+                    &alice.personal_workspace_id,
+                    &who,
+                    memory_content(xmemo_core::MemoryKind::Note, &format!("memory {i}")),
+                );
+                new.quota = Some(quota);
+                let audit = AuditDraft::new("memory.remember", &who);
+                tokio::spawn(async move { node.remember(new, audit).await })
+            })
+            .collect();
+        let mut created = 0;
+        for t in tasks {
+            match t.await.unwrap() {
+                Ok(o) => {
+                    assert!(o.created);
+                    created += 1;
+                }
+                Err(StoreError::Limit(LimitReached::Quota {
+                    quota, limit, used, ..
+                })) => {
+                    assert_eq!((quota, limit, used), ("memories", 3, 3));
+                }
+                Err(e) => panic!("{e:?}"),
+            }
+        }
+        assert_eq!(created, 3);
+        let usage = store.account_usage(&alice.account_id).await.unwrap();
+        assert_eq!(usage.memories, 3);
+        assert_eq!(
+            usage.bytes,
+            3 * "memory 0".len() as u64,
+            "bytes are counted"
+        );
+        // Skills: one created, a new revision of it fits, a second skill does not.
+        let mut first = draft("first").to_save(&alice.personal_workspace_id, "first", &who);
+        first.quota = Some(quota);
+        store.save_revision(first).await.unwrap();
+        let mut again = draft("another body").to_save(&alice.personal_workspace_id, "first", &who);
+        again.quota = Some(quota);
+        store.save_revision(again).await.unwrap();
+        let mut second = draft("second").to_save(&alice.personal_workspace_id, "second", &who);
+        second.quota = Some(quota);
+        let refused = store.save_revision(second).await;
+        assert!(
+            matches!(
+                refused,
+                Err(StoreError::Limit(LimitReached::Quota {
+                    quota: "skills",
+                    ..
+                }))
+            ),
+            "{refused:?}"
+        );
+        assert!(
+            store
+                .find_skills_by_slug(std::slice::from_ref(&alice.personal_workspace_id), "second")
+                .await
+                .unwrap()
+                .is_empty(),
+            "nothing of the refused save was written"
+        );
+        assert_eq!(
+            store.account_usage(&alice.account_id).await.unwrap().skills,
+            1
+        );
+    }
+
+    pub async fn invitation_bounds_hold_in_the_inviting_transaction(db: &TestDb) {
+        let store = db.store();
+        let vic = account(&store, "vic").await;
+        let bounds = |declined_after: Option<&str>| InvitationBounds {
+            max_pending_per_invitee: Some(2),
+            declined_after: declined_after.map(str::to_string),
+        };
+        let mut teams = Vec::new();
+        for i in 0..3 {
+            let owner = account(&store, &format!("owner{i}")).await;
+            let ws = team(&store, &format!("team{i}"), &owner).await;
+            teams.push((owner, ws));
+        }
+        let invite = |i: usize, invitee: &str, account_id: Option<&str>, b: InvitationBounds| {
+            let (owner, ws) = &teams[i];
+            NewInvitation {
+                workspace_id: ws.workspace_id.clone(),
+                invitee: invitee.to_string(),
+                account_id: account_id.map(str::to_string),
+                role: Role::Member,
+                invited_by: owner.account_id.clone(),
+                bounds: b,
+            }
+        };
+        let draft = || AuditDraft::new("invitation.create", &Attribution::default());
+        // By handle and by id: one person, one pending invitation per team.
+        store
+            .create_invitation(
+                invite(0, "vic", Some(&vic.account_id), bounds(None)),
+                draft(),
+            )
+            .await
+            .unwrap();
+        let twice = store
+            .create_invitation(
+                invite(0, &vic.account_id, Some(&vic.account_id), bounds(None)),
+                draft(),
+            )
+            .await;
+        assert!(matches!(twice, Err(StoreError::Conflict(_))), "{twice:?}");
+        store
+            .create_invitation(
+                invite(1, "vic", Some(&vic.account_id), bounds(None)),
+                draft(),
+            )
+            .await
+            .unwrap();
+        // A third team: past the per-invitee bound.
+        let third = store
+            .create_invitation(
+                invite(2, "vic", Some(&vic.account_id), bounds(None)),
+                draft(),
+            )
+            .await;
+        assert!(
+            matches!(
+                third,
+                Err(StoreError::Limit(LimitReached::PendingInvitations {
+                    limit: 2
+                }))
+            ),
+            "{third:?}"
+        );
+        // Unknown handles are bounded by their spelling.
+        for i in 0..2 {
+            store
+                .create_invitation(invite(i, "ghost", None, bounds(None)), draft())
+                .await
+                .unwrap();
+        }
+        assert!(matches!(
+            store
+                .create_invitation(invite(2, "ghost", None, bounds(None)), draft())
+                .await,
+            Err(StoreError::Limit(LimitReached::PendingInvitations { .. }))
+        ));
+        // A decline cools the team down.
+        let pending = store.account_invitations(&vic.account_id).await.unwrap();
+        let first = pending
+            .iter()
+            .find(|i| i.workspace_id == teams[0].1.workspace_id)
+            .unwrap();
+        store
+            .answer_invitation(
+                &first.invitation_id,
+                &vic.account_id,
+                InvitationAnswer::Decline,
+                AuditDraft::new("invitation.decline", &actor(&vic.account_id)),
+            )
+            .await
+            .unwrap();
+        let soon = store
+            .create_invitation(
+                invite(
+                    0,
+                    "vic",
+                    Some(&vic.account_id),
+                    bounds(Some("2000-01-01T00:00:00.000Z")),
+                ),
+                draft(),
+            )
+            .await;
+        assert!(
+            matches!(
+                soon,
+                Err(StoreError::Limit(LimitReached::DeclinedRecently { .. }))
+            ),
+            "{soon:?}"
+        );
+        store
+            .create_invitation(
+                invite(
+                    0,
+                    "vic",
+                    Some(&vic.account_id),
+                    bounds(Some("2999-01-01T00:00:00.000Z")),
+                ),
+                draft(),
+            )
+            .await
+            .expect("after the cool-down");
+    }
+
+    pub async fn unused_oauth_clients_expire_at_the_next_registration(db: &TestDb) {
+        let store = db.store();
+        let alice = account(&store, "alice").await;
+        let client = |bounds: ClientBounds| NewOAuthClient {
+            client_name: "C".into(),
+            redirect_uris: vec!["http://127.0.0.1/cb".into()],
+            token_endpoint_auth_method: "none".into(),
+            secret_hash: None,
+            metadata: json!({}),
+            bounds,
+        };
+        let draft = || AuditDraft::new("oauth.register", &Attribution::default());
+        let unused = store
+            .create_oauth_client(client(ClientBounds::default()), draft())
+            .await
+            .unwrap();
+        let used = store
+            .create_oauth_client(client(ClientBounds::default()), draft())
+            .await
+            .unwrap();
+        store
+            .create_oauth_grant(
+                NewOAuthGrant {
+                    account_id: alice.account_id.clone(),
+                    client_id: used.client_id.clone(),
+                    client_name: "C".into(),
+                    redirect_uri: "http://127.0.0.1/cb".into(),
+                    scopes: vec!["memory:read".into()],
+                    resource: "http://x/mcp".into(),
+                    code: NewOAuthCode {
+                        code_hash: "c".repeat(64),
+                        code_challenge: "x".repeat(43),
+                        expires_at: "2999-01-01T00:00:00.000Z".into(),
+                    },
+                },
+                AuditDraft::new("oauth.authorize", &actor(&alice.account_id)),
+            )
+            .await
+            .unwrap();
+        // Registered "before the year 2999": the one without a grant goes.
+        store
+            .create_oauth_client(
+                client(ClientBounds {
+                    max_clients: None,
+                    expire_unused_before: Some("2999-01-01T00:00:00.000Z".into()),
+                }),
+                draft(),
+            )
+            .await
+            .unwrap();
+        assert!(
+            store
+                .get_oauth_client(&unused.client_id)
+                .await
+                .unwrap()
+                .is_none()
+        );
+        assert!(
+            store
+                .get_oauth_client(&used.client_id)
+                .await
+                .unwrap()
+                .is_some()
+        );
+        // A cap counts what is left.
+        let full = store
+            .create_oauth_client(
+                client(ClientBounds {
+                    max_clients: Some(2),
+                    expire_unused_before: None,
+                }),
+                draft(),
+            )
+            .await;
+        assert!(
+            matches!(
+                full,
+                Err(StoreError::Limit(LimitReached::RegisteredClients {
+                    limit: 2
+                }))
+            ),
+            "{full:?}"
+        );
+    }
+
+    pub async fn signin_addresses_and_unlocks(db: &TestDb) {
+        let store = db.store();
+        let alice = account(&store, "alice").await;
+        assert!(
+            !store
+                .known_signin_address(&alice.account_id, "192.0.2.1")
+                .await
+                .unwrap()
+        );
+        for i in 0..25 {
+            store
+                .create_session(
+                    NewWebSession {
+                        session_hash: format!("{i:064}"),
+                        account_id: alice.account_id.clone(),
+                        created_at: format!("2030-01-01T00:00:{i:02}.000Z"),
+                        idle_expires_at: "2099-01-01T00:00:00.000Z".into(),
+                        absolute_expires_at: "2099-01-01T00:00:00.000Z".into(),
+                    },
+                    None,
+                    Some(&format!("192.0.2.{i}")),
+                    AuditDraft::new("session.create", &actor(&alice.account_id)),
+                )
+                .await
+                .unwrap();
+        }
+        // The latest few are kept.
+        assert!(
+            db.other_node()
+                .await
+                .known_signin_address(&alice.account_id, "192.0.2.24")
+                .await
+                .unwrap()
+        );
+        assert!(
+            !store
+                .known_signin_address(&alice.account_id, "192.0.2.0")
+                .await
+                .unwrap()
+        );
+        assert!(
+            store
+                .signin_unlocked_at(&alice.account_id)
+                .await
+                .unwrap()
+                .is_none()
+        );
+        store
+            .unlock_signin(
+                &alice.account_id,
+                "2030-01-02T00:00:00.000Z",
+                AuditDraft::new("account.signin.unlock", &Attribution::default()),
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            store
+                .signin_unlocked_at(&alice.account_id)
+                .await
+                .unwrap()
+                .as_deref(),
+            Some("2030-01-02T00:00:00.000Z")
+        );
+        assert!(matches!(
+            store
+                .unlock_signin(
+                    "acct_nope",
+                    "2030-01-02T00:00:00.000Z",
+                    AuditDraft::default()
+                )
+                .await,
+            Err(StoreError::NotFound(_))
+        ));
+    }
 }
 
 mod memory_cases {
@@ -3929,6 +4417,7 @@ mod memory_cases {
             content,
             attribution: editor.clone(),
             audit: AuditDraft::new("memory.update", &editor).workspace(ws),
+            quota: None,
         };
         let updated = store.update_memory(update(1, next.clone())).await.unwrap();
         assert_eq!(updated.version, 2);
@@ -4075,6 +4564,7 @@ mod memory_cases {
                 content_hash: xmemo_core::memory::memory_content_hash(&c.content),
                 attribution: who.clone(),
                 audit: AuditDraft::new("memory.update", &who),
+                quota: None,
             })
             .await;
         conflict(forgotten_update);
@@ -4256,6 +4746,7 @@ mod memory_cases {
                         content,
                         attribution: who.clone(),
                         audit: AuditDraft::new("memory.update", &who),
+                        quota: None,
                     })
                     .await
                 })
@@ -4701,6 +5192,7 @@ mod signin_cases {
             .create_session(
                 session(&alice, 's', LATER, MUCH_LATER),
                 None,
+                None,
                 draft("session.create", &alice),
             )
             .await
@@ -4748,6 +5240,7 @@ mod signin_cases {
             .create_session(
                 session(&bob, 'x', PAST, MUCH_LATER),
                 None,
+                None,
                 draft("session.create", &bob),
             )
             .await
@@ -4755,6 +5248,7 @@ mod signin_cases {
         let first = store
             .create_session(
                 session(&alice, 'a', LATER, MUCH_LATER),
+                None,
                 None,
                 draft("session.create", &alice),
             )
@@ -4770,6 +5264,7 @@ mod signin_cases {
             .create_session(
                 session(&alice, 'b', LATER, MUCH_LATER),
                 Some(&hash('a')),
+                None,
                 draft("session.create", &alice),
             )
             .await
@@ -4841,6 +5336,7 @@ mod signin_cases {
                     token_endpoint_auth_method: "client_secret_basic".into(),
                     secret_hash: Some(hash('s')),
                     metadata: json!({"client_uri": "https://app.example"}),
+                    bounds: Default::default(),
                 },
                 AuditDraft::new("oauth.register", &Attribution::default()),
             )
@@ -4868,6 +5364,7 @@ mod signin_cases {
                     token_endpoint_auth_method: "private_key_jwt".into(),
                     secret_hash: None,
                     metadata: json!({}),
+                    bounds: Default::default(),
                 },
                 AuditDraft::new("oauth.register", &Attribution::default()),
             )
@@ -5272,6 +5769,7 @@ mod signin_cases {
             .create_session(
                 session(&alice, 's', LATER, MUCH_LATER),
                 None,
+                None,
                 draft("session.create", &alice),
             )
             .await
@@ -5334,6 +5832,7 @@ mod signin_snapshot_cases {
                     idle_expires_at: "2099-01-01T00:00:00.000Z".into(),
                     absolute_expires_at: "2099-01-01T00:00:00.000Z".into(),
                 },
+                None,
                 None,
                 AuditDraft::new("session.create", &actor(&alice.account_id)),
             )

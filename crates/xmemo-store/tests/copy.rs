@@ -60,6 +60,7 @@ async fn save(
             components,
             attribution: actor(who),
             source: Some(json!({"kind": "upload"})),
+            quota: None,
         })
         .await
         .expect("save")
@@ -109,6 +110,7 @@ async fn populate(store: &dyn Store) {
                 account_id: Some(bob.account_id.clone()),
                 role: Role::Member,
                 invited_by: alice.account_id.clone(),
+                bounds: Default::default(),
             },
             AuditDraft::new("invitation.create", &actor(&alice.account_id)),
         )
@@ -132,6 +134,7 @@ async fn populate(store: &dyn Store) {
                 account_id: None,
                 role: Role::Viewer,
                 invited_by: alice.account_id.clone(),
+                bounds: Default::default(),
             },
             AuditDraft::new("invitation.create", &actor(&alice.account_id)),
         )
@@ -245,6 +248,7 @@ async fn populate(store: &dyn Store) {
         content: c,
         expires_at: expires.map(str::to_string),
         attribution: actor(&alice.account_id),
+        quota: None,
     };
     let who = actor(&alice.account_id);
     let first = store
@@ -271,6 +275,7 @@ async fn populate(store: &dyn Store) {
             content: next,
             attribution: who.clone(),
             audit: AuditDraft::new("memory.update", &who),
+            quota: None,
         })
         .await
         .unwrap();

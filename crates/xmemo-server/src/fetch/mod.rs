@@ -33,7 +33,7 @@ mod transfer;
 mod url;
 
 pub use archive::archive_commit;
-pub use transfer::{Fetched, fetch};
+pub use transfer::{Fetched, Fetcher, Limits, fetch};
 pub use url::{RemoteSkill, parse_skill_url};
 
 use serde::{Deserialize, Serialize};

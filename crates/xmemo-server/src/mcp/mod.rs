@@ -461,7 +461,10 @@ impl McpRuntime {
             Err(response) => return response,
         };
         let profile = match path_profile {
-            Some(p) => p,
+            // The credential's own profile bounds what the path serves (`Profiles::bounded`).
+            Some(p) => self
+                .profiles
+                .bounded(&p, principal.client_profile.as_deref()),
             None => {
                 let name = principal
                     .client_profile

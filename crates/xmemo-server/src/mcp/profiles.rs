@@ -72,6 +72,35 @@ impl Profile {
     }
 }
 
+impl Profiles {
+    /// The profile a request at `/mcp/{path}` is served: the path's profile, bounded by the
+    /// credential's. **The rule (docs/mcp.md "Which profile a request gets"):** a credential
+    /// whose profile is a profile of the contract other than the default — an API key
+    /// created with one, an OAuth client the operator mapped to one — gets at any path only
+    /// the tools its own profile has; a path can hide tools, never add them (an OAuth
+    /// client mapped to `chatgpt-public` does not get `execute_cloud_skill` at
+    /// `/mcp/ordinary-full`). The default profile, and a profile name the contract does not
+    /// define (a label on a key), bound nothing: such a credential is served the path's
+    /// profile as it is.
+    pub fn bounded(&self, path: &Profile, credential: Option<&str>) -> Profile {
+        let bound = credential
+            .filter(|name| *name != self.default_profile())
+            .and_then(|name| self.get(name));
+        match bound {
+            Some(bound) => Profile {
+                name: path.name.clone(),
+                tools: path
+                    .tools
+                    .iter()
+                    .copied()
+                    .filter(|t| bound.tool(t.name).is_some())
+                    .collect(),
+            },
+            None => path.clone(),
+        }
+    }
+}
+
 /// Every profile of the contract, with operator-enabled tools added.
 #[derive(Debug, Clone)]
 pub struct Profiles {

@@ -4,6 +4,7 @@
 //! with HTTP Basic or the form's `client_secret` — one way per request.
 
 use super::response::{error_response, no_store};
+use crate::http::client_addr;
 use crate::service::oauth::{ClientSecret, IssuedTokens, OAuthError, OAuthErrorKind};
 use crate::state::AppState;
 use axum::extract::rejection::FormRejection;
@@ -103,10 +104,16 @@ fn unreadable(e: &FormRejection) -> OAuthError {
 
 pub async fn token(
     State(state): State<AppState>,
+    extensions: axum::http::Extensions,
     headers: HeaderMap,
     form: Result<Form<TokenForm>, FormRejection>,
 ) -> Response {
-    match grant(&state, &headers, form).await {
+    let from = client_addr::of_request(&headers, &extensions, &state.info.trusted_proxies);
+    let answer = state
+        .service
+        .guarded_token_request(from, grant(&state, &headers, form, from))
+        .await;
+    match answer {
         Ok(tokens) => {
             let mut body = json!({
                 "access_token": tokens.access_token,
@@ -139,12 +146,13 @@ async fn grant(
     state: &AppState,
     headers: &HeaderMap,
     form: Result<Form<TokenForm>, FormRejection>,
+    from: Option<std::net::IpAddr>,
 ) -> Result<IssuedTokens, OAuthError> {
     let form = form.map_err(|e| unreadable(&e))?.0;
     let (client_id, secret) = credentials(headers, &form)?;
     let client = state
         .service
-        .authenticate_oauth_client(&client_id, &secret)
+        .authenticate_oauth_client(&client_id, &secret, from)
         .await?;
     match form.grant_type.as_deref() {
         Some("authorization_code") => {
@@ -192,15 +200,17 @@ async fn grant(
 
 pub async fn revoke(
     State(state): State<AppState>,
+    extensions: axum::http::Extensions,
     headers: HeaderMap,
     form: Result<Form<TokenForm>, FormRejection>,
 ) -> Response {
-    let result = async {
+    let from = client_addr::of_request(&headers, &extensions, &state.info.trusted_proxies);
+    let request = async {
         let form = form.map_err(|e| unreadable(&e))?.0;
         let (client_id, secret) = credentials(&headers, &form)?;
         let client = state
             .service
-            .authenticate_oauth_client(&client_id, &secret)
+            .authenticate_oauth_client(&client_id, &secret, from)
             .await?;
         let token = form
             .token
@@ -212,8 +222,8 @@ pub async fn revoke(
             .revoke_by_client(&client, token)
             .await
             .map_err(OAuthError::from)
-    }
-    .await;
+    };
+    let result = state.service.guarded_token_request(from, request).await;
     match result {
         Ok(()) => {
             let mut response = StatusCode::OK.into_response();

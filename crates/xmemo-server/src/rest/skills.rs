@@ -192,12 +192,26 @@ async fn resource(
             .service
             .resource_bytes(&p, &slug, q.workspace.as_deref(), &revision_id, &path)
             .await?;
+        // The bytes are a skill author's, whatever their media type (an HTML file, an SVG
+        // with script): a browser must neither sniff nor render them as this server's page.
+        // A download (attachment), no sniffing, and a policy that runs nothing even when
+        // opened.
+        let filename = download_name(&manifest.logical_path);
         return Ok((
             [
                 (header::CONTENT_TYPE, manifest.media_type),
                 (
                     header::ETAG,
                     format!("\"sha256:{}\"", manifest.content_hash),
+                ),
+                (header::X_CONTENT_TYPE_OPTIONS, "nosniff".to_string()),
+                (
+                    header::CONTENT_SECURITY_POLICY,
+                    "default-src 'none'; sandbox".to_string(),
+                ),
+                (
+                    header::CONTENT_DISPOSITION,
+                    format!("attachment; filename=\"{filename}\""),
                 ),
             ],
             Bytes::from(bytes),
@@ -209,6 +223,27 @@ async fn resource(
         .resource(&p, &slug, q.workspace.as_deref(), &revision_id, &path)
         .await?;
     Ok(tool(ToolResult::Resource(resource)).into_response())
+}
+
+/// The file name a raw component is downloaded as: the last segment of its path, with
+/// anything but ASCII letters, digits, `.`, `-` and `_` replaced (a header value, quoted).
+fn download_name(logical_path: &str) -> String {
+    let last = logical_path.rsplit('/').next().unwrap_or(logical_path);
+    let name: String = last
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if name.is_empty() {
+        "component".into()
+    } else {
+        name
+    }
 }
 
 async fn unpinned_resource(

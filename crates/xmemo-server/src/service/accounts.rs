@@ -6,9 +6,8 @@ use super::page::{self, Page, PageRequest};
 use super::types::*;
 use crate::auth::{Principal, generate_key, hash_key, parse_scopes};
 use crate::error::{ServiceError, ServiceResult};
-use crate::throttle::{LimiterConfig, retry_after_secs};
+use crate::throttle::retry_after_secs;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-use std::time::Duration;
 use xmemo_core::Scope;
 use xmemo_store::{Account, ApiKey, Attribution, AuditDraft, CreationKey, NewAccount, NewApiKey};
 
@@ -23,13 +22,6 @@ pub enum Audience {
 /// The client profile a key connects as unless told otherwise.
 pub const DEFAULT_PROFILE: &str = "ordinary-full";
 
-/// Failed authentications allowed per client address: 20 a minute.
-pub const DEFAULT_AUTH_THROTTLE: LimiterConfig = LimiterConfig {
-    max_failures: 20,
-    window: Duration::from_secs(60),
-    max_keys: LimiterConfig::DEFAULT_MAX_KEYS,
-};
-
 /// The key failures are counted under: the address, with IPv6 clients grouped by their /64
 /// (one host usually holds a whole /64) and IPv4-mapped IPv6 read as IPv4.
 pub fn throttle_key(client: IpAddr) -> IpAddr {
@@ -42,6 +34,14 @@ pub fn throttle_key(client: IpAddr) -> IpAddr {
                 IpAddr::V6(Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
             }
         },
+    }
+}
+
+/// RATE_LIMITED for an address that spent its budget of failed authentications.
+pub(crate) fn address_limited(secs: u64) -> ServiceError {
+    ServiceError::RateLimited {
+        message: format!("too many failed authentications from this address; retry in {secs} s"),
+        retry_after_secs: secs,
     }
 }
 
@@ -63,24 +63,36 @@ impl Service {
         agent_instance_id: Option<String>,
     ) -> ServiceResult<Principal> {
         let client = throttle_key(client.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED)));
-        if let Err(wait) = self.auth_failures.check(&client) {
-            let secs = retry_after_secs(wait);
-            return Err(ServiceError::RateLimited {
-                message: format!(
-                    "too many failed authentications from this address; retry in {secs} s"
-                ),
-                retry_after_secs: secs,
-            });
-        }
+        // The token is taken before the lookup and given back on success, so a burst of
+        // concurrent guesses cannot all pass a check made before any of them failed.
+        let reserved = self
+            .auth_failures
+            .reserve(client)
+            .await
+            .map_err(|wait| address_limited(retry_after_secs(wait)))?;
         let result = if secret.starts_with(super::oauth::ACCESS_PREFIX) {
             self.resolve_access_token(secret, audience, agent_id, agent_instance_id)
                 .await
         } else {
             self.resolve_key(secret, agent_id, agent_instance_id).await
         };
-        if matches!(result, Err(ServiceError::AuthRequired(_)))
-            && self.auth_failures.record_failure(client)
-        {
+        self.settle_auth_failure(client, reserved, &result);
+        result
+    }
+
+    /// Keeps an address's reserved token when its attempt was a failed authentication, and
+    /// gives it back otherwise (a success, or a failure of the server's own).
+    pub(crate) fn settle_auth_failure<T>(
+        &self,
+        client: IpAddr,
+        reserved: crate::throttle::Reservation<IpAddr>,
+        result: &ServiceResult<T>,
+    ) {
+        if !matches!(result, Err(ServiceError::AuthRequired(_))) {
+            reserved.refund();
+            return;
+        }
+        if reserved.keep() {
             let config = self.auth_failures.config();
             tracing::warn!(
                 client = %client,
@@ -89,7 +101,6 @@ impl Service {
                 "client address limited after repeated failed authentications"
             );
         }
-        result
     }
 
     /// Records the key's use for the console's "last use", at most once per
@@ -166,6 +177,7 @@ impl Service {
         req: CreateKeyRequest,
     ) -> ServiceResult<CreatedKey> {
         principal.require(Scope::Write)?;
+        self.spend_write(principal).await?;
         self.issue_key(principal, &principal.account, req).await
     }
 

@@ -8,13 +8,17 @@
 //! not even an account created later under that handle sees it.
 
 use super::Service;
+use super::clock;
 use super::teams::check_team_manager;
 use super::types::{InvitationView, InviteRequest, WorkspaceView};
 use crate::auth::Principal;
 use crate::error::{ServiceError, ServiceResult};
-use xmemo_core::limits::PENDING_INVITATIONS_MAX;
+use xmemo_core::limits::{PENDING_INVITATIONS_MAX, PENDING_INVITATIONS_PER_INVITEE_MAX};
 use xmemo_core::{InvitationStatus, Role, Scope, ValidationError};
-use xmemo_store::{Account, AuditDraft, Invitation, InvitationAnswer, NewInvitation};
+use xmemo_store::{
+    Account, AuditDraft, Invitation, InvitationAnswer, InvitationBounds, LimitReached,
+    NewInvitation,
+};
 
 impl From<Invitation> for InvitationView {
     fn from(i: Invitation) -> Self {
@@ -54,6 +58,7 @@ impl Service {
             )));
         }
         check_invitee(&req.invitee)?;
+        self.spend_write(principal).await?;
         let pending = self
             .store
             .workspace_invitations(&ws.workspace_id, Some(InvitationStatus::Pending))
@@ -84,6 +89,8 @@ impl Service {
                 req.invitee, ws.handle, ws.handle, req.invitee
             )));
         }
+        let req_invitee = req.invitee.clone();
+        let cool_down = self.budgets.decline_cool_down;
         let audit = AuditDraft::new("invitation.create", &principal.attribution())
             .workspace(&ws.workspace_id)
             .details(serde_json::json!({
@@ -100,10 +107,39 @@ impl Service {
                     account_id: account.map(|a| a.account_id),
                     role: req.role,
                     invited_by: principal.account.account_id.clone(),
+                    bounds: InvitationBounds {
+                        max_pending_per_invitee: Some(PENDING_INVITATIONS_PER_INVITEE_MAX as u64),
+                        declined_after: (!cool_down.is_zero())
+                            .then(|| clock::timestamp(self.clock.now() - cool_down)),
+                    },
                 },
                 audit,
             )
-            .await?;
+            .await
+            .map_err(|e| match e {
+                xmemo_store::StoreError::Limit(LimitReached::DeclinedRecently { declined_at }) => {
+                    // Retry once the cool-down after that decline is over.
+                    let secs = time::OffsetDateTime::parse(
+                        &declined_at,
+                        &time::format_description::well_known::Rfc3339,
+                    )
+                    .ok()
+                    .map(|at| {
+                        let until = at + cool_down;
+                        let now = self.clock.now();
+                        (until - now).whole_seconds().max(1) as u64
+                    })
+                    .unwrap_or(cool_down.as_secs());
+                    ServiceError::RateLimited {
+                        message: format!(
+                            "`{invitee}` declined an invitation to this team lately; invite again in {secs} s",
+                            invitee = req_invitee
+                        ),
+                        retry_after_secs: secs,
+                    }
+                }
+                other => other.into(),
+            })?;
         Ok(invitation.into())
     }
 

@@ -346,6 +346,7 @@ impl Service {
         memory_id: &str,
     ) -> ServiceResult<(Memory, Access)> {
         principal.require(Scope::Write)?;
+        self.spend_write(principal).await?;
         let (memory, access) = self.readable_memory(principal, memory_id).await?;
         if !access
             .role(&memory.workspace_id)
@@ -372,6 +373,7 @@ impl Service {
             project: req.project,
         };
         validate_memory(&content)?;
+        self.spend_write(principal).await?;
         let expires_at = instant("expires_at", req.expires_at.as_deref())?;
         if expires_at
             .as_deref()
@@ -413,6 +415,7 @@ impl Service {
                     content,
                     expires_at,
                     attribution,
+                    quota: self.quota(),
                 },
                 audit,
             )
@@ -596,6 +599,7 @@ impl Service {
                 content,
                 attribution,
                 audit,
+                quota: self.quota(),
             })
             .await?;
         Ok(view(updated, &access))

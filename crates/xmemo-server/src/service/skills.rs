@@ -125,6 +125,7 @@ impl Service {
         source: Option<serde_json::Value>,
     ) -> ServiceResult<Saved> {
         validate_content(&content)?;
+        self.spend_write(principal).await?;
 
         let new_components: Vec<NewComponent> = content
             .components
@@ -165,6 +166,7 @@ impl Service {
                 components: new_components,
                 attribution: principal.attribution(),
                 source,
+                quota: self.quota(),
             })
             .await?;
         Ok(Saved {
@@ -190,6 +192,7 @@ impl Service {
         note: Option<String>,
     ) -> ServiceResult<RevisionSummary> {
         principal.require(Scope::Write)?;
+        self.spend_write(principal).await?;
         let access = self.access(principal).await?;
         let (skill, ws, role) = self.resolve_skill(&access, slug, workspace).await?;
         let revision = self.revision_of(&skill, revision_id).await?;
@@ -242,6 +245,7 @@ impl Service {
         reason: Option<String>,
     ) -> ServiceResult<SkillView> {
         principal.require(Scope::Write)?;
+        self.spend_write(principal).await?;
         let reason = checked_note("reason", reason)?;
         let access = self.access(principal).await?;
         let (skill, ws, role) = self.resolve_skill(&access, slug, workspace).await?;

@@ -61,8 +61,29 @@ impl Service {
                 "handle",
             ));
         }
-        let name = req.name.unwrap_or_else(|| req.handle.clone());
+        // Shown to every member and invitee: cleaned as OAuth client names are, so bidi and
+        // zero-width marks cannot make it read as another team's.
+        let name =
+            xmemo_core::validate::strip_invisible(req.name.as_deref().unwrap_or(&req.handle))
+                .trim()
+                .to_string();
         xmemo_core::validate::validate_name("name", &name)?;
+        self.spend_write(principal).await?;
+        // Teams per account are bounded in time (each one can invite, and a taken handle is
+        // the one existence signal): the token is spent whatever the outcome.
+        self.team_creations
+            .reserve(principal.account.account_id.clone())
+            .await
+            .map_err(|wait| {
+                let secs = crate::throttle::retry_after_secs(wait);
+                ServiceError::RateLimited {
+                    message: format!(
+                        "this account created too many teams lately; retry in {secs} s"
+                    ),
+                    retry_after_secs: secs,
+                }
+            })?
+            .keep();
         let audit = AuditDraft::new("workspace.create", &principal.attribution())
             .details(serde_json::json!({"handle": req.handle}));
         let handle = req.handle.clone();
@@ -284,5 +305,38 @@ fn workspace_view(m: Membership) -> WorkspaceView {
         name: m.workspace.name,
         kind: m.workspace.kind,
         role: m.role,
+    }
+}
+
+impl Service {
+    /// Teams without an owner, for the operator (`xmemo admin team ownerless`): none can be
+    /// made over the API, but an installation from before the deleting transaction checked
+    /// its owners may hold some.
+    pub async fn ownerless_teams(&self) -> ServiceResult<Vec<Workspace>> {
+        Ok(self.store.ownerless_teams().await?)
+    }
+
+    /// The operator's repair of a team (`xmemo admin team add-owner`): the account becomes
+    /// an owner, a member already or not. The one way besides creation and accepting an
+    /// invitation that a membership is made, so it is the operator's alone, and audited.
+    pub async fn admin_add_owner(&self, team: &str, handle: &str) -> ServiceResult<Workspace> {
+        let ws = self
+            .store
+            .find_team_by_handle(team)
+            .await?
+            .ok_or_else(|| ServiceError::NotFound(format!("no team `{team}`")))?;
+        let account = self.find_account(handle).await?;
+        let audit = AuditDraft::new(
+            "membership.repair_owner",
+            &xmemo_store::Attribution {
+                client_profile: Some("operator".into()),
+                ..Default::default()
+            },
+        )
+        .details(serde_json::json!({"account_id": account.account_id, "role": "owner"}));
+        self.store
+            .make_team_owner(&ws.workspace_id, &account.account_id, audit)
+            .await?;
+        Ok(ws)
     }
 }

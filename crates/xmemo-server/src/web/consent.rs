@@ -128,11 +128,16 @@ impl Params {
     }
 }
 
-/// The service's checks of the request; a refusal as the page or the redirect it leads to.
-async fn check(state: &AppState, p: &Params) -> Result<Authorization, Response> {
+/// The service's checks of the request from `from`; a refusal as the page or the redirect
+/// it leads to.
+async fn check(
+    state: &AppState,
+    p: &Params,
+    from: Option<std::net::IpAddr>,
+) -> Result<Authorization, Response> {
     state
         .service
-        .check_authorization(&p.authorization(), &state.info.mcp_resource())
+        .check_authorization(&p.authorization(), &state.info.mcp_resource(), from)
         .await
         .map_err(|refusal| match refusal {
             AuthorizationRefusal::Untrusted(message) => bad_request(&message),
@@ -191,13 +196,16 @@ fn consent(request: &Authorization, p: &Params, handle: &str, csrf: String) -> R
 pub async fn start(
     State(state): State<AppState>,
     uri: Uri,
+    extensions: axum::http::Extensions,
     headers: HeaderMap,
     params: Result<Query<Params>, QueryRejection>,
 ) -> Response {
     let Ok(Query(p)) = params else {
         return bad_request("the query string could not be read (a parameter given twice?)");
     };
-    let request = match check(&state, &p).await {
+    let from =
+        crate::http::client_addr::of_request(&headers, &extensions, &state.info.trusted_proxies);
+    let request = match check(&state, &p, from).await {
         Ok(r) => r,
         Err(refusal) => return refusal,
     };
@@ -209,6 +217,7 @@ pub async fn start(
 
 pub async fn decide(
     State(state): State<AppState>,
+    extensions: axum::http::Extensions,
     headers: HeaderMap,
     form: Result<Form<Params>, FormRejection>,
 ) -> Response {
@@ -231,7 +240,9 @@ pub async fn decide(
     let Ok(Form(p)) = form else {
         return bad_request("the consent form could not be read");
     };
-    let request = match check(&state, &p).await {
+    let from =
+        crate::http::client_addr::of_request(&headers, &extensions, &state.info.trusted_proxies);
+    let request = match check(&state, &p, from).await {
         Ok(r) => r,
         Err(refusal) => return refusal,
     };

@@ -38,14 +38,14 @@ pub async fn create_account<D: Dialect>(
     let (at, ws) = (&account.created_at, &account.personal_workspace_id);
     let mut s = store.write().await?;
     s.execute(
-        Stmt::new("INSERT INTO workspaces (workspace_id, handle, name, kind, created_at) VALUES ($1, 'personal', $2, 'personal', $3)")
+        Stmt::new("INSERT INTO workspaces (workspace_id, handle, name, kind, created_at) VALUES ($1, 'personal', $2, 'personal', $3)").writes_auth()
             .bind(ws)
             .bind(format!("{} (personal)", account.display_name).as_str())
             .bind(at),
     )
     .await?;
     s.execute(
-        Stmt::new("INSERT INTO accounts (account_id, handle, display_name, is_admin, personal_workspace_id, created_at) VALUES ($1,$2,$3,$4,$5,$6)")
+        Stmt::new("INSERT INTO accounts (account_id, handle, display_name, is_admin, personal_workspace_id, created_at) VALUES ($1,$2,$3,$4,$5,$6)").writes_auth()
             .bind(&account.account_id)
             .bind(&account.handle)
             .bind(&account.display_name)
@@ -56,6 +56,7 @@ pub async fn create_account<D: Dialect>(
     .await?;
     s.execute(
         Stmt::new(INSERT_OWNER)
+            .writes_auth()
             .bind(ws)
             .bind(&account.account_id)
             .bind(at),
@@ -136,7 +137,7 @@ pub async fn create_team<D: Dialect>(
     };
     let mut s = store.write().await?;
     s.execute(
-        Stmt::new("INSERT INTO workspaces (workspace_id, handle, name, kind, created_at) VALUES ($1, $2, $3, 'team', $4)")
+        Stmt::new("INSERT INTO workspaces (workspace_id, handle, name, kind, created_at) VALUES ($1, $2, $3, 'team', $4)").writes_auth()
             .bind(&team.workspace_id)
             .bind(&team.handle)
             .bind(&team.name)
@@ -151,6 +152,7 @@ pub async fn create_team<D: Dialect>(
     })?;
     s.execute(
         Stmt::new(INSERT_OWNER)
+            .writes_auth()
             .bind(&team.workspace_id)
             .bind(&new.owner_account_id)
             .bind(&team.created_at),
@@ -287,6 +289,7 @@ pub async fn set_member_role<D: Dialect>(
     }
     s.execute(
         Stmt::new("UPDATE memberships SET role = $1 WHERE workspace_id = $2 AND account_id = $3")
+            .writes_auth()
             .bind(role.as_str())
             .bind(workspace_id)
             .bind(account_id),
@@ -311,6 +314,7 @@ pub async fn remove_member<D: Dialect>(
     }
     s.execute(
         Stmt::new("DELETE FROM memberships WHERE workspace_id = $1 AND account_id = $2")
+            .writes_auth()
             .bind(workspace_id)
             .bind(account_id),
     )
@@ -351,7 +355,7 @@ pub async fn insert_api_key<D: Dialect>(
     key: &ApiKey,
 ) -> StoreResult<()> {
     s.execute(
-        Stmt::new("INSERT INTO api_keys (key_id, account_id, name, prefix, key_hash, scopes, profile, created_at, expires_at, revoked_at) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10)")
+        Stmt::new("INSERT INTO api_keys (key_id, account_id, name, prefix, key_hash, scopes, profile, created_at, expires_at, revoked_at) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10)").writes_auth()
             .bind(&key.key_id)
             .bind(&key.account_id)
             .bind(&key.name)
@@ -408,7 +412,7 @@ pub async fn touch_api_key<D: Dialect>(
     let mut s = store.write().await?;
     let changed = s
         .execute(
-            Stmt::new("UPDATE api_keys SET last_used_at = $1 WHERE key_id = $2 AND (last_used_at IS NULL OR last_used_at < $3)")
+            Stmt::new("UPDATE api_keys SET last_used_at = $1 WHERE key_id = $2 AND (last_used_at IS NULL OR last_used_at < $3)").writes_auth()
                 .bind(at)
                 .bind(key_id)
                 .bind(since),
@@ -430,7 +434,7 @@ pub async fn revoke_api_key<D: Dialect>(
     let mut s = store.write().await?;
     let revoked = s
         .execute(
-            Stmt::new("UPDATE api_keys SET revoked_at = $1 WHERE key_id = $2 AND account_id = $3 AND revoked_at IS NULL")
+            Stmt::new("UPDATE api_keys SET revoked_at = $1 WHERE key_id = $2 AND account_id = $3 AND revoked_at IS NULL").writes_auth()
                 .bind(now())
                 .bind(key_id)
                 .bind(account_id),
@@ -453,6 +457,132 @@ async fn count<D: Dialect>(
     super::driver::to_u64(n, "count")
 }
 
+/// The refusal of a deletion that would leave a team without an owner.
+pub const SOLE_OWNER: &str =
+    "the account is the only owner of a team: hand it over to another owner or delete it first";
+/// The refusal of a deletion of the last server administrator.
+pub const LAST_ADMIN: &str = "the last server administrator cannot delete itself; make another account an administrator first";
+
+/// Inside a deletion's transaction: refuses when the account is the only owner of a team,
+/// or the last administrator. The teams it owns are locked first (in id order, so two
+/// deletions lock them in the same order and never deadlock), as every membership change
+/// of a team locks it (`guard_owners`): two owners deleting themselves, or one leaving while
+/// the other deletes, cannot both pass. SQLite's single writer serialises them anyway.
+async fn refuse_orphaning<D: Dialect>(s: &mut Session<D>, account_id: &str) -> StoreResult<()> {
+    let owned: Vec<String> = s
+        .all(
+            Stmt::new(
+                "SELECT m.workspace_id FROM memberships m JOIN workspaces w ON w.workspace_id = m.workspace_id
+                 WHERE m.account_id = $1 AND m.role = 'owner' AND w.kind = 'team' ORDER BY m.workspace_id",
+            )
+            .bind(account_id),
+        )
+        .await?
+        .iter()
+        .map(|r| r.text("workspace_id"))
+        .collect::<StoreResult<_>>()?;
+    for workspace_id in &owned {
+        s.one(
+            Stmt::new(format!(
+                "SELECT workspace_id FROM workspaces WHERE workspace_id = $1{}",
+                D::LOCK_ROWS
+            ))
+            .bind(workspace_id),
+            "workspace",
+        )
+        .await?;
+        let others = s
+            .one(
+                Stmt::new(
+                    "SELECT COUNT(*) AS n FROM memberships WHERE workspace_id = $1 AND role = 'owner' AND account_id <> $2",
+                )
+                .bind(workspace_id)
+                .bind(account_id),
+                "owner count",
+            )
+            .await?
+            .int("n")?;
+        if others == 0 {
+            return Err(StoreError::Conflict(SOLE_OWNER.into()));
+        }
+    }
+    // Administrators: every admin row is locked, so two admins deleting themselves at once
+    // see each other.
+    let admins: Vec<String> = s
+        .all(Stmt::new(format!(
+            "SELECT account_id FROM accounts WHERE is_admin ORDER BY account_id{}",
+            D::LOCK_ROWS
+        )))
+        .await?
+        .iter()
+        .map(|r| r.text("account_id"))
+        .collect::<StoreResult<_>>()?;
+    if admins.iter().any(|a| a == account_id) && admins.len() <= 1 {
+        return Err(StoreError::Conflict(LAST_ADMIN.into()));
+    }
+    Ok(())
+}
+
+/// Makes the account an owner of the team (the operator's repair of an ownerless team):
+/// its membership's role, or a new owner membership.
+pub async fn make_team_owner<D: Dialect>(
+    store: &SqlStore<D>,
+    workspace_id: &str,
+    account_id: &str,
+    audit: AuditDraft,
+) -> StoreResult<()> {
+    let mut s = store.write().await?;
+    s.one(
+        Stmt::new(format!(
+            "SELECT workspace_id FROM workspaces WHERE workspace_id = $1 AND kind = 'team'{}",
+            D::LOCK_ROWS
+        ))
+        .bind(workspace_id),
+        "team",
+    )
+    .await?;
+    s.one(
+        Stmt::new("SELECT account_id FROM accounts WHERE account_id = $1").bind(account_id),
+        "account",
+    )
+    .await?;
+    let updated = s
+        .execute(
+            Stmt::new(
+                "UPDATE memberships SET role = 'owner' WHERE workspace_id = $1 AND account_id = $2",
+            )
+            .writes_auth()
+            .bind(workspace_id)
+            .bind(account_id),
+        )
+        .await?;
+    if updated == 0 {
+        s.execute(
+            Stmt::new(INSERT_OWNER)
+                .writes_auth()
+                .bind(workspace_id)
+                .bind(account_id)
+                .bind(now()),
+        )
+        .await?;
+    }
+    audit::append(&mut s, &audit.workspace(workspace_id)).await?;
+    s.commit().await
+}
+
+/// Teams with no owner, by handle.
+pub async fn ownerless_teams<D: Dialect>(store: &SqlStore<D>) -> StoreResult<Vec<Workspace>> {
+    let mut s = store.read().await?;
+    s.all(Stmt::new(format!(
+        "{} WHERE kind = 'team' AND NOT EXISTS (SELECT 1 FROM memberships m WHERE m.workspace_id = workspaces.workspace_id AND m.role = 'owner') ORDER BY handle",
+        rows::WORKSPACE_SELECT
+    )))
+    .await?
+    .iter()
+    .map(rows::workspace)
+    .collect()
+}
+
 /// Removes the account, its personal workspace with everything in it (skills, revisions,
 /// components, memories and their history), its keys and memberships, and the blobs only
 /// those revisions referenced; content it wrote in team workspaces stays with the teams.
@@ -472,6 +602,7 @@ pub async fn delete_account<D: Dialect>(
         return Err(StoreError::NotFound(format!("account {account_id}")));
     };
     let ws = row.text("personal_workspace_id")?;
+    refuse_orphaning(&mut s, account_id).await?;
     let report = AccountDeletion {
         skills: count(
             &mut s,
@@ -520,10 +651,18 @@ pub async fn delete_account<D: Dialect>(
         .await?;
     // Foreign keys cascade: skills → revisions → components, memories → versions and tags,
     // the workspace's memberships; the account's keys and team memberships.
-    s.execute(Stmt::new("DELETE FROM workspaces WHERE workspace_id = $1").bind(&ws))
-        .await?;
-    s.execute(Stmt::new("DELETE FROM accounts WHERE account_id = $1").bind(account_id))
-        .await?;
+    s.execute(
+        Stmt::new("DELETE FROM workspaces WHERE workspace_id = $1")
+            .writes_auth()
+            .bind(&ws),
+    )
+    .await?;
+    s.execute(
+        Stmt::new("DELETE FROM accounts WHERE account_id = $1")
+            .writes_auth()
+            .bind(account_id),
+    )
+    .await?;
     let mut blobs = 0;
     for hash in &candidates {
         blobs += s

@@ -3,8 +3,9 @@
 //! statements (three round trips to a database worker) per request, half of a Level 1 read.
 //!
 //! Invalidation:
-//! - **On this store (this node), synchronously.** Every write transaction whose statements
-//!   change `api_keys`, `accounts`, `memberships` or `workspaces` (and every script: a
+//! - **On this store (this node), synchronously.** Every write transaction with a statement
+//!   marked [`super::Stmt::writes_auth`] — each statement that may change `api_keys`,
+//!   `accounts`, `memberships` or `workspaces` carries the mark — and every script (a
 //!   migration, an import) bumps a generation counter when it commits; an entry filled under
 //!   an older generation is never served again. The generation is read *before* the database
 //!   read that fills an entry, so a fill racing a commit is stamped with the older generation
@@ -34,9 +35,11 @@ pub const AUTH_CACHE_MAX_ENTRIES: usize = 10_000;
 /// Tables whose change invalidates the cache.
 const AUTH_TABLES: [&str; 4] = ["api_keys", "accounts", "memberships", "workspaces"];
 
-/// True when a statement run in a write transaction may change what the cache holds: a write
-/// (not a plain read) naming one of the cached tables.
-pub(crate) fn touches_auth(sql: &str) -> bool {
+/// A check for debug builds only: a write (not a plain read) that names one of the cached
+/// tables. What decides invalidation is the statement's own mark; this catches a plain
+/// `UPDATE api_keys …` whose author forgot the mark.
+#[cfg_attr(not(debug_assertions), allow(dead_code))]
+pub(crate) fn looks_like_auth_write(sql: &str) -> bool {
     let head = sql.trim_start();
     let write = ["INSERT", "UPDATE", "DELETE", "WITH"]
         .iter()
@@ -140,12 +143,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn writes_to_cached_tables_are_recognised() {
-        assert!(touches_auth("UPDATE api_keys SET revoked_at = $1"));
-        assert!(touches_auth("  delete from memberships WHERE x"));
-        assert!(touches_auth("INSERT INTO workspaces (a) VALUES ($1)"));
-        assert!(!touches_auth("SELECT * FROM api_keys WHERE key_hash = $1"));
-        assert!(!touches_auth("INSERT INTO revisions (a) VALUES ($1)"));
+    fn plain_writes_to_cached_tables_are_recognised_by_the_debug_check() {
+        assert!(looks_like_auth_write("UPDATE api_keys SET revoked_at = $1"));
+        assert!(looks_like_auth_write("  delete from memberships WHERE x"));
+        assert!(looks_like_auth_write(
+            "INSERT INTO workspaces (a) VALUES ($1)"
+        ));
+        assert!(!looks_like_auth_write(
+            "SELECT * FROM api_keys WHERE key_hash = $1"
+        ));
+        assert!(!looks_like_auth_write(
+            "INSERT INTO revisions (a) VALUES ($1)"
+        ));
     }
 
     #[test]

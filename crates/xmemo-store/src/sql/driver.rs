@@ -79,6 +79,9 @@ impl<'a> IntoArg<'a> for &'a Vec<u8> {
 pub struct Stmt<'a> {
     sql: Cow<'static, str>,
     args: Vec<Arg<'a>>,
+    /// Declared by its author: this statement may change what the credential cache holds
+    /// (`sql::cache`), so its commit invalidates the cache.
+    writes_auth: bool,
 }
 
 impl<'a> Stmt<'a> {
@@ -86,7 +89,21 @@ impl<'a> Stmt<'a> {
         Self {
             sql: sql.into(),
             args: Vec::new(),
+            writes_auth: false,
         }
+    }
+
+    /// Marks a statement that may change a key, an account, a membership or a workspace
+    /// (directly or through a cascade): the commit of its transaction empties the credential
+    /// cache. An explicit mark, not a guess from the SQL text, so a write the text does not
+    /// give away (a new table, a cascade, a trigger) is not missed.
+    pub fn writes_auth(mut self) -> Self {
+        self.writes_auth = true;
+        self
+    }
+
+    pub fn is_auth_write(&self) -> bool {
+        self.writes_auth
     }
 
     pub fn sql(&self) -> &str {
@@ -102,6 +119,7 @@ impl<'a> Stmt<'a> {
         Self {
             sql: Cow::Owned(f(&self.sql)),
             args: self.args,
+            writes_auth: self.writes_auth,
         }
     }
 

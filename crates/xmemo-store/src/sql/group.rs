@@ -249,9 +249,10 @@ async fn batch_with_savepoints<D: Dialect>(
     Ok(results)
 }
 
-/// The same failure for every save of a batch (`StoreError` holds only strings).
+/// The same failure for every save of a batch (`StoreError` holds only plain data).
 fn same_error(e: &StoreError) -> StoreError {
     match e {
+        StoreError::Limit(l) => StoreError::Limit(l.clone()),
         StoreError::NotFound(m) => StoreError::NotFound(m.clone()),
         StoreError::Conflict(m) => StoreError::Conflict(m.clone()),
         StoreError::Contention(m) => StoreError::Contention(m.clone()),

@@ -5,7 +5,7 @@ use super::accounts::{INSERT_MEMBER, noting};
 use super::rows::{self, INVITATION_SELECT};
 use super::{Dialect, Session, SqlStore, Stmt, audit};
 use crate::model::*;
-use crate::{StoreError, StoreResult};
+use crate::{Record, StoreError, StoreResult};
 use xmemo_core::{InvitationStatus, new_id};
 
 async fn read_one<D: Dialect>(s: &mut Session<D>, invitation_id: &str) -> StoreResult<Invitation> {
@@ -26,6 +26,7 @@ pub async fn create<D: Dialect>(
 ) -> StoreResult<Invitation> {
     let id = new_id("inv");
     let mut s = store.write().await?;
+    check_bounds(&mut s, &new).await?;
     s.execute(
         Stmt::new("INSERT INTO invitations (invitation_id, workspace_id, invitee, account_id, role, status, invited_by, created_at) VALUES ($1, $2, $3, $4, $5, 'pending', $6, $7)")
             .bind(&id)
@@ -38,6 +39,8 @@ pub async fn create<D: Dialect>(
     )
     .await
     .map_err(|e| match e {
+        // The spelling (`invitations_one_pending`) or the person (by handle and by id,
+        // `invitations_one_pending_account`): the same refusal either way.
         StoreError::Conflict(_) => StoreError::Conflict(format!(
             "an invitation for `{}` is already pending; revoke it to invite again",
             new.invitee
@@ -49,6 +52,65 @@ pub async fn create<D: Dialect>(
     let invitation = read_one(&mut s, &id).await?;
     s.commit().await?;
     Ok(invitation)
+}
+
+/// The bounds of an invitation, inside its transaction. The same statements run whether or
+/// not the invitee names an account (an unknown one binds an empty id), so their number
+/// tells nothing about which handles exist.
+async fn check_bounds<D: Dialect>(s: &mut Session<D>, new: &NewInvitation) -> StoreResult<()> {
+    let b = &new.bounds;
+    if b.max_pending_per_invitee.is_none() && b.declined_after.is_none() {
+        return Ok(());
+    }
+    let account = new.account_id.as_deref().unwrap_or("");
+    // Invitations of one person are serialised by a lock on their account, so a burst from
+    // many teams cannot all pass the count (SQLite's single writer serialises them anyway).
+    s.optional(
+        Stmt::new(format!(
+            "SELECT account_id FROM accounts WHERE account_id = $1{}",
+            D::LOCK_ROWS
+        ))
+        .bind(account),
+    )
+    .await?;
+    if let Some(max) = b.max_pending_per_invitee {
+        let pending = s
+            .one(
+                Stmt::new(
+                    "SELECT COUNT(*) AS n FROM invitations WHERE status = 'pending'
+                     AND (($1 <> '' AND account_id = $1) OR ($1 = '' AND account_id IS NULL AND invitee = $2))",
+                )
+                .bind(account)
+                .bind(&new.invitee),
+                "count",
+            )
+            .await?
+            .int("n")?;
+        if u64::try_from(pending).unwrap_or(u64::MAX) >= max {
+            return Err(StoreError::Limit(crate::LimitReached::PendingInvitations {
+                limit: max,
+            }));
+        }
+    }
+    if let Some(after) = &b.declined_after {
+        let declined = s
+            .optional(
+                Stmt::new(
+                    "SELECT responded_at FROM invitations WHERE workspace_id = $1 AND account_id = $2
+                     AND status = 'declined' AND responded_at > $3 ORDER BY responded_at DESC LIMIT 1",
+                )
+                .bind(&new.workspace_id)
+                .bind(account)
+                .bind(after.as_str()),
+            )
+            .await?;
+        if let Some(row) = declined {
+            return Err(StoreError::Limit(crate::LimitReached::DeclinedRecently {
+                declined_at: row.text("responded_at")?,
+            }));
+        }
+    }
+    Ok(())
 }
 
 pub async fn get<D: Dialect>(
@@ -141,6 +203,7 @@ pub async fn answer<D: Dialect>(
     if answer == InvitationAnswer::Accept {
         s.execute(
             Stmt::new(INSERT_MEMBER)
+                .writes_auth()
                 .bind(&invitation.workspace_id)
                 .bind(account_id)
                 .bind(invitation.role.as_str())

@@ -123,6 +123,11 @@ pub(super) async fn insert_version<D: Dialect>(
     Ok(())
 }
 
+/// The bytes a memory version stores: content and title.
+fn content_bytes(c: &xmemo_core::memory::MemoryContent) -> u64 {
+    (c.content.len() + c.title.as_deref().map_or(0, str::len)) as u64
+}
+
 pub async fn remember<D: Dialect>(
     store: &SqlStore<D>,
     new: NewMemory,
@@ -137,6 +142,14 @@ pub async fn remember<D: Dialect>(
     }
     let at = now();
     let (c, a) = (&new.content, &new.attribution);
+    if let Some(quota) = &new.quota {
+        let charge = super::usage::Charge {
+            memories: 1,
+            bytes: content_bytes(c),
+            ..Default::default()
+        };
+        super::usage::charge(&mut s, &a.account_id, charge, quota).await?;
+    }
     let inserted = s
         .execute(
             Stmt::new("INSERT INTO memories (memory_id, workspace_id, kind, title, content, content_hash, tags, project, expires_at, status, version, account_id, credential_id, client_profile, agent_id, agent_instance_id, created_at, updated_at) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,'active',1,$10,$11,$12,$13,$14,$15,$15)")
@@ -235,6 +248,14 @@ pub async fn update_memory<D: Dialect>(
     let at = now();
     let next = current.version + 1;
     let c = &update.content;
+    if let Some(quota) = &update.quota {
+        // Every version is kept, so each one counts.
+        let charge = super::usage::Charge {
+            bytes: content_bytes(c),
+            ..Default::default()
+        };
+        super::usage::charge(&mut s, &update.attribution.account_id, charge, quota).await?;
+    }
     // Compare-and-set on the version: a concurrent update on another node changes nothing.
     let changed = s
         .execute(

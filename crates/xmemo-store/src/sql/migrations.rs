@@ -76,6 +76,15 @@ macro_rules! embed_migrations {
                 sql: include_str!(concat!("../../migrations/", $dialect, "/0009_drop_fts.sql")),
             },
             $crate::migrate::Migration {
+                version: 10,
+                name: "budgets_quotas",
+                sql: include_str!(concat!(
+                    "../../migrations/",
+                    $dialect,
+                    "/0010_budgets_quotas.sql"
+                )),
+            },
+            $crate::migrate::Migration {
                 version: 11,
                 name: "revisions_canonical_hash",
                 sql: include_str!(concat!(

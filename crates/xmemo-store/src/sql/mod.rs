@@ -20,6 +20,7 @@ pub(crate) mod signin;
 mod skills;
 mod snapshot;
 mod store;
+mod usage;
 mod vectors;
 
 pub use driver::{Driver, Record, Stmt};
@@ -79,10 +80,19 @@ impl<D: Dialect> Session<D> {
         &mut self.held
     }
 
-    /// Notes a write to a cached table (only transactions write).
+    /// Notes a write to a cached table (only transactions write): the statement says so
+    /// ([`Stmt::writes_auth`]). Debug builds also check the SQL text, so a statement that
+    /// plainly writes a cached table but was not marked fails the tests that run it.
     fn watch(&mut self, stmt: &Stmt<'_>) {
-        if !self.touched_auth && matches!(self.held, Held::Tx(_)) && cache::touches_auth(stmt.sql())
-        {
+        debug_assert!(
+            stmt.is_auth_write()
+                || !matches!(self.held, Held::Tx(_))
+                || !cache::looks_like_auth_write(stmt.sql()),
+            "a statement writes a table the credential cache holds but is not marked with \
+             Stmt::writes_auth(): {}",
+            stmt.sql()
+        );
+        if stmt.is_auth_write() && matches!(self.held, Held::Tx(_)) {
             self.touched_auth = true;
         }
     }
@@ -248,5 +258,46 @@ impl<D: Dialect> SqlStore<D> {
     pub async fn close(&self) {
         Db::<D>::close(&self.reader).await;
         Db::<D>::close(&self.writer).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What empties the credential cache is the statement's own mark, not a reading of its
+    /// text: a write the text check does not recognise (here a comment first) still
+    /// invalidates when marked, and an unmarked statement never does.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_mark_on_a_statement_decides_invalidation_not_its_text() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = crate::sqlite::SqliteStore::open(&dir.path().join("x.db"))
+            .await
+            .expect("open");
+        let sql = "/* an operator's rename */ UPDATE api_keys SET name = 'renamed'";
+        assert!(
+            !cache::looks_like_auth_write(sql),
+            "a write the SQL-text check misses"
+        );
+        let before = store.auth_cache().generation();
+        let mut s = store.write().await.expect("tx");
+        s.execute(Stmt::new(sql).writes_auth())
+            .await
+            .expect("update");
+        s.commit().await.expect("commit");
+        assert!(
+            store.auth_cache().generation() > before,
+            "marked: invalidated"
+        );
+
+        let before = store.auth_cache().generation();
+        let mut s = store.write().await.expect("tx");
+        s.execute(Stmt::new(sql)).await.expect("update");
+        s.commit().await.expect("commit");
+        assert_eq!(
+            store.auth_cache().generation(),
+            before,
+            "unmarked: untouched"
+        );
     }
 }

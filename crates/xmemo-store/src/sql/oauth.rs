@@ -66,6 +66,38 @@ pub async fn create_client<D: Dialect>(
     let uris = serde_json::to_string(&client.redirect_uris)
         .map_err(|e| StoreError::Internal(e.to_string()))?;
     let mut s = store.write().await?;
+    let mut expired = 0;
+    if let Some(before) = &new.bounds.expire_unused_before {
+        // Registration is open, so clients that were registered and never used would pile
+        // up; each registration first removes those past their time (by the created_at
+        // index, the grants' client index tells which never got a grant).
+        expired = s
+            .execute(
+                Stmt::new(
+                    "DELETE FROM oauth_clients WHERE created_at < $1
+                     AND NOT EXISTS (SELECT 1 FROM oauth_grants g WHERE g.client_id = oauth_clients.client_id)",
+                )
+                .bind(before.as_str()),
+            )
+            .await?;
+    }
+    if let Some(max) = new.bounds.max_clients {
+        let n = s
+            .one(
+                Stmt::new(format!(
+                    "SELECT COUNT(*) AS n FROM (SELECT client_id FROM oauth_clients LIMIT {}) c",
+                    max.saturating_add(1).min(i64::MAX as u64)
+                )),
+                "count",
+            )
+            .await?
+            .int("n")?;
+        if u64::try_from(n).unwrap_or(u64::MAX) >= max {
+            return Err(StoreError::Limit(crate::LimitReached::RegisteredClients {
+                limit: max,
+            }));
+        }
+    }
     s.execute(
         Stmt::new("INSERT INTO oauth_clients (client_id, client_name, redirect_uris, token_endpoint_auth_method, secret_hash, metadata, created_at) VALUES ($1,$2,$3,$4,$5,$6,$7)")
             .bind(&client.client_id)
@@ -77,7 +109,13 @@ pub async fn create_client<D: Dialect>(
             .bind(&client.created_at),
     )
     .await?;
-    audit::append(&mut s, &noting(audit, "client_id", &client.client_id)).await?;
+    let mut audit = noting(audit, "client_id", &client.client_id);
+    if expired > 0
+        && let Some(details) = audit.details.as_object_mut()
+    {
+        details.insert("expired_unused_clients".into(), expired.into());
+    }
+    audit::append(&mut s, &audit).await?;
     s.commit().await?;
     Ok(client)
 }
@@ -353,6 +391,35 @@ pub async fn revoke_grant<D: Dialect>(
     audit::append(&mut s, &audit).await?;
     s.commit().await?;
     Ok(true)
+}
+
+/// Revokes every live grant of the account (sign out everywhere); how many.
+pub async fn revoke_account_grants<D: Dialect>(
+    store: &SqlStore<D>,
+    account_id: &str,
+    reason: &str,
+    audit: AuditDraft,
+) -> StoreResult<u64> {
+    let mut s = store.write().await?;
+    let n = s
+        .execute(
+            Stmt::new(
+                "UPDATE oauth_grants SET revoked_at = $1, revoked_reason = $2 WHERE account_id = $3 AND revoked_at IS NULL",
+            )
+            .bind(now())
+            .bind(reason)
+            .bind(account_id),
+        )
+        .await?;
+    if n > 0 {
+        let mut audit = audit;
+        if let Some(details) = audit.details.as_object_mut() {
+            details.insert("grants".into(), n.into());
+        }
+        audit::append(&mut s, &audit).await?;
+        s.commit().await?;
+    }
+    Ok(n)
 }
 
 pub async fn get_grant<D: Dialect>(

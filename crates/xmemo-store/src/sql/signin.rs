@@ -95,10 +95,14 @@ pub async fn insert_password<D: Dialect>(
     Ok(())
 }
 
+/// Addresses kept per account: the most recent ones it signed in from.
+pub const SIGNIN_ADDRESSES_KEPT: i64 = 20;
+
 pub async fn create_session<D: Dialect>(
     store: &SqlStore<D>,
     new: NewWebSession,
     replaces: Option<&str>,
+    address: Option<&str>,
     audit: AuditDraft,
 ) -> StoreResult<WebSession> {
     let mut s = store.write().await?;
@@ -125,9 +129,89 @@ pub async fn create_session<D: Dialect>(
             .bind(&new.absolute_expires_at),
     )
     .await?;
+    if let Some(address) = address {
+        // The addresses an account signed in from, which its sign-in ceiling never refuses
+        // (the service's budgets); only the most recent few are kept.
+        s.execute(
+            Stmt::new(
+                "INSERT INTO signin_addresses (account_id, address, last_signed_in_at) VALUES ($1, $2, $3)
+                 ON CONFLICT (account_id, address) DO UPDATE SET last_signed_in_at = $3",
+            )
+            .bind(&new.account_id)
+            .bind(address)
+            .bind(&new.created_at),
+        )
+        .await?;
+        s.execute(
+            Stmt::new(format!(
+                "DELETE FROM signin_addresses WHERE account_id = $1 AND address NOT IN
+                 (SELECT address FROM signin_addresses WHERE account_id = $1
+                  ORDER BY last_signed_in_at DESC, address LIMIT {SIGNIN_ADDRESSES_KEPT})"
+            ))
+            .bind(&new.account_id),
+        )
+        .await?;
+    }
     audit::append(&mut s, &audit).await?;
     s.commit().await?;
     Ok(new)
+}
+
+/// Whether the account signed in from `address` (one of its most recent addresses).
+pub async fn known_signin_address<D: Dialect>(
+    store: &SqlStore<D>,
+    account_id: &str,
+    address: &str,
+) -> StoreResult<bool> {
+    let mut s = store.read().await?;
+    Ok(s.optional(
+        Stmt::new("SELECT 1 AS known FROM signin_addresses WHERE account_id = $1 AND address = $2")
+            .bind(account_id)
+            .bind(address),
+    )
+    .await?
+    .is_some())
+}
+
+/// When an operator last unlocked the account's sign-in.
+pub async fn signin_unlocked_at<D: Dialect>(
+    store: &SqlStore<D>,
+    account_id: &str,
+) -> StoreResult<Option<String>> {
+    let mut s = store.read().await?;
+    s.optional(
+        Stmt::new("SELECT unlocked_at FROM signin_unlocks WHERE account_id = $1").bind(account_id),
+    )
+    .await?
+    .map(|r| r.text("unlocked_at"))
+    .transpose()
+}
+
+/// Records an operator's unlock of the account's sign-in at `at`, audited. Every node
+/// applies it when it next refuses a sign-in of the account.
+pub async fn unlock_signin<D: Dialect>(
+    store: &SqlStore<D>,
+    account_id: &str,
+    at: &str,
+    audit: AuditDraft,
+) -> StoreResult<()> {
+    let mut s = store.write().await?;
+    s.one(
+        Stmt::new("SELECT account_id FROM accounts WHERE account_id = $1").bind(account_id),
+        "account",
+    )
+    .await?;
+    s.execute(
+        Stmt::new(
+            "INSERT INTO signin_unlocks (account_id, unlocked_at) VALUES ($1, $2)
+             ON CONFLICT (account_id) DO UPDATE SET unlocked_at = $2",
+        )
+        .bind(account_id)
+        .bind(at),
+    )
+    .await?;
+    audit::append(&mut s, &audit).await?;
+    s.commit().await
 }
 
 pub async fn find_session<D: Dialect>(

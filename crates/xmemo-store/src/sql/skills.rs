@@ -611,6 +611,15 @@ pub async fn save_in<D: Dialect>(
             rows::skill(&skill)?
         }
     };
+    if let Some(quota) = &save.quota {
+        // Every revision is kept, so each one counts; a new skill counts once more.
+        let charge = super::usage::Charge {
+            skills: u64::from(skill.latest_revision_number == 1),
+            bytes: revision_bytes(save),
+            ..Default::default()
+        };
+        super::usage::charge(s, &save.attribution.account_id, charge, quota).await?;
+    }
     let revision = Revision {
         revision_id: new_id("rev"),
         skill_id: skill.skill_id.clone(),
@@ -659,6 +668,13 @@ pub async fn save_in<D: Dialect>(
         revision,
         created: true,
     })
+}
+
+/// The bytes a revision stores: body, metadata and components.
+fn revision_bytes(save: &SaveRevision) -> u64 {
+    let metadata = serde_json::to_vec(&save.metadata).map_or(0, |m| m.len());
+    let files: usize = save.components.iter().map(|c| c.content.len()).sum();
+    (save.instruction_body.len() + metadata + files) as u64
 }
 
 /// Components as a read returns them: in logical-path (byte) order.

@@ -14,7 +14,7 @@ pub async fn import<D: Dialect>(store: &SqlStore<D>, snap: &Snapshot) -> StoreRe
     crate::snapshot::ensure_empty(super::driver::to_u64(accounts, "account count")?)?;
     for w in &snap.workspaces {
         s.execute(
-            Stmt::new("INSERT INTO workspaces (workspace_id, handle, name, kind, created_at) VALUES ($1,$2,$3,$4,$5)")
+            Stmt::new("INSERT INTO workspaces (workspace_id, handle, name, kind, created_at) VALUES ($1,$2,$3,$4,$5)").writes_auth()
                 .bind(&w.workspace_id)
                 .bind(&w.handle)
                 .bind(&w.name)
@@ -25,7 +25,7 @@ pub async fn import<D: Dialect>(store: &SqlStore<D>, snap: &Snapshot) -> StoreRe
     }
     for a in &snap.accounts {
         s.execute(
-            Stmt::new("INSERT INTO accounts (account_id, handle, display_name, is_admin, personal_workspace_id, created_at) VALUES ($1,$2,$3,$4,$5,$6)")
+            Stmt::new("INSERT INTO accounts (account_id, handle, display_name, is_admin, personal_workspace_id, created_at) VALUES ($1,$2,$3,$4,$5,$6)").writes_auth()
                 .bind(&a.account_id)
                 .bind(&a.handle)
                 .bind(&a.display_name)
@@ -37,7 +37,7 @@ pub async fn import<D: Dialect>(store: &SqlStore<D>, snap: &Snapshot) -> StoreRe
     }
     for m in &snap.memberships {
         s.execute(
-            Stmt::new("INSERT INTO memberships (workspace_id, account_id, role, added_at) VALUES ($1,$2,$3,$4)")
+            Stmt::new("INSERT INTO memberships (workspace_id, account_id, role, added_at) VALUES ($1,$2,$3,$4)").writes_auth()
                 .bind(&m.workspace_id)
                 .bind(&m.account_id)
                 .bind(m.role.as_str())

@@ -118,6 +118,20 @@ impl<D: Dialect> Store for SqlStore<D> {
     ) -> StoreResult<()> {
         accounts::set_member_role(self, workspace_id, account_id, role, audit).await
     }
+    async fn make_team_owner(
+        &self,
+        workspace_id: &str,
+        account_id: &str,
+        audit: AuditDraft,
+    ) -> StoreResult<()> {
+        accounts::make_team_owner(self, workspace_id, account_id, audit).await
+    }
+    async fn ownerless_teams(&self) -> StoreResult<Vec<Workspace>> {
+        accounts::ownerless_teams(self).await
+    }
+    async fn account_usage(&self, account_id: &str) -> StoreResult<Usage> {
+        super::usage::usage(self, account_id).await
+    }
     async fn remove_member(
         &self,
         workspace_id: &str,
@@ -220,9 +234,24 @@ impl<D: Dialect> Store for SqlStore<D> {
         &self,
         new: NewWebSession,
         replaces: Option<&str>,
+        address: Option<&str>,
         audit: AuditDraft,
     ) -> StoreResult<WebSession> {
-        signin::create_session(self, new, replaces, audit).await
+        signin::create_session(self, new, replaces, address, audit).await
+    }
+    async fn known_signin_address(&self, account_id: &str, address: &str) -> StoreResult<bool> {
+        signin::known_signin_address(self, account_id, address).await
+    }
+    async fn signin_unlocked_at(&self, account_id: &str) -> StoreResult<Option<String>> {
+        signin::signin_unlocked_at(self, account_id).await
+    }
+    async fn unlock_signin(
+        &self,
+        account_id: &str,
+        at: &str,
+        audit: AuditDraft,
+    ) -> StoreResult<()> {
+        signin::unlock_signin(self, account_id, at, audit).await
     }
     async fn find_session(&self, session_hash: &str) -> StoreResult<Option<WebSession>> {
         signin::find_session(self, session_hash).await
@@ -284,6 +313,14 @@ impl<D: Dialect> Store for SqlStore<D> {
         audit: AuditDraft,
     ) -> StoreResult<bool> {
         oauth::revoke_grant(self, grant_id, account_id, reason, audit).await
+    }
+    async fn revoke_account_grants(
+        &self,
+        account_id: &str,
+        reason: &str,
+        audit: AuditDraft,
+    ) -> StoreResult<u64> {
+        oauth::revoke_account_grants(self, account_id, reason, audit).await
     }
     async fn get_oauth_grant(&self, grant_id: &str) -> StoreResult<Option<OAuthGrant>> {
         oauth::get_grant(self, grant_id).await

@@ -55,6 +55,7 @@ impl Service {
         &self,
         p: &AuthorizationParams<'_>,
         resource: &str,
+        from: Option<std::net::IpAddr>,
     ) -> Result<Authorization, AuthorizationRefusal> {
         let Some(client_id) = p.client_id.filter(|c| !c.is_empty()) else {
             return Err(AuthorizationRefusal::Untrusted(
@@ -62,7 +63,7 @@ impl Service {
             ));
         };
         let client = self
-            .oauth_client(client_id)
+            .oauth_client(client_id, from)
             .await
             .map_err(|e| AuthorizationRefusal::Untrusted(e.description))?;
         let redirect_uri = match p.redirect_uri {
@@ -111,7 +112,25 @@ impl Service {
                 "state is longer than {MAX_STATE_BYTES} bytes"
             ))));
         }
-        let scopes = parse_scope(p.scope).map_err(fail)?;
+        // A client gets no scope beyond what it registered (or its document declares).
+        let asked = p
+            .scope
+            .filter(|s| !s.trim().is_empty())
+            .map(|s| parse_scope(Some(s)))
+            .transpose()
+            .map_err(fail)?;
+        let scopes = client
+            .allowed_scopes(asked, parse_scope(None).map_err(fail)?)
+            .map_err(|extra| {
+                fail(OAuthError::invalid_scope(format!(
+                    "this client registered no `{extra}`; register it again with that scope"
+                )))
+            })?;
+        if scopes.is_empty() {
+            return Err(fail(OAuthError::invalid_scope(
+                "this client registered no scope this server has",
+            )));
+        }
         let resource = check_resource(p.resource, resource).map_err(fail)?;
         Ok(Authorization {
             client,

@@ -3,23 +3,35 @@
 //! there. We fetch it with the outbound fetcher (https only, no private or loopback address
 //! unless the operator allowlists it, no redirect, 8 KiB and 5 s at most), check that its
 //! `client_id` is exactly the URL and that its redirect URIs are ones we accept, and keep it
-//! in a small in-memory cache (what its `Cache-Control` allows, 5 minutes by default, an hour
-//! at most; 256 documents).
+//! in a small in-memory cache (what its `Cache-Control` allows, 5 minutes by default, at
+//! least a minute — `no-store` too — and an hour at most; 256 documents).
+//!
+//! Anyone can make the server fetch a document (a signed-out `/oauth/authorize` does), so
+//! fetches are bounded: a refusal is cached for a minute like a document, the caller's
+//! address pays for each cache miss from its own budget (the service), at most
+//! [`MAX_CONCURRENT_FETCHES`] run at once (more are refused, not queued), every fetch shares
+//! one HTTP client built once on the blocking pool, and a refusal never repeats what was
+//! fetched or how the fetch went (that goes to the log): the server is not an oracle for
+//! what answers at a URL.
 
 use super::client::{Client, clean_name};
-use super::error::OAuthError;
-use crate::fetch::{FetchConfig, FetchError};
+use super::error::{OAuthError, OAuthErrorKind};
+use crate::fetch::{FetchConfig, FetchError, Fetcher, Limits};
+use hashlink::LruCache;
 use reqwest::Url;
 use serde_json::Value;
-use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 pub const MAX_DOCUMENT_BYTES: u64 = 8 * 1024;
 const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
 const DEFAULT_TTL: Duration = Duration::from_secs(300);
+/// Shortest time a document (whatever its `Cache-Control` says) or a refusal is kept.
+pub const MIN_TTL: Duration = Duration::from_secs(60);
 const MAX_TTL: Duration = Duration::from_secs(3600);
 const MAX_ENTRIES: usize = 256;
+/// Documents fetched at once; beyond it a request is refused (temporarily_unavailable).
+pub const MAX_CONCURRENT_FETCHES: usize = 8;
 
 /// Whether a `client_id` names a metadata document (an absolute http(s) URL) rather than a
 /// registered client.
@@ -28,7 +40,7 @@ pub fn is_document_url(client_id: &str) -> bool {
 }
 
 /// Why `client_id` is not a usable document URL, or the URL.
-fn document_url(client_id: &str, fetch: &FetchConfig) -> Result<Url, OAuthError> {
+pub fn document_url(client_id: &str, fetch: &FetchConfig) -> Result<Url, OAuthError> {
     let refuse = |why: &str| OAuthError::invalid_client(format!("client_id `{client_id}` {why}"));
     if client_id.len() > 2000 {
         return Err(refuse("is too long"));
@@ -57,14 +69,17 @@ fn document_url(client_id: &str, fetch: &FetchConfig) -> Result<Url, OAuthError>
     Ok(url)
 }
 
-fn ttl_of(cache_control: Option<&str>) -> Option<Duration> {
+/// How long a document is kept: its `max-age` (5 minutes without one), between a minute and
+/// an hour. `no-store` and `no-cache` are read as the minute: this cache is the server's own
+/// defence against refetching on every request, not a shared HTTP cache.
+fn ttl_of(cache_control: Option<&str>) -> Duration {
     let Some(cc) = cache_control else {
-        return Some(DEFAULT_TTL);
+        return DEFAULT_TTL;
     };
     let mut ttl = DEFAULT_TTL;
     for directive in cc.split(',').map(|d| d.trim().to_ascii_lowercase()) {
         if directive == "no-store" || directive == "no-cache" {
-            return None;
+            return MIN_TTL;
         }
         if let Some(secs) = directive
             .strip_prefix("max-age=")
@@ -73,7 +88,7 @@ fn ttl_of(cache_control: Option<&str>) -> Option<Duration> {
             ttl = Duration::from_secs(secs);
         }
     }
-    Some(ttl.min(MAX_TTL))
+    ttl.clamp(MIN_TTL, MAX_TTL)
 }
 
 /// The strings of a list field (other items are ignored), if the field is a list.
@@ -136,6 +151,13 @@ pub fn parse_document(client_id: &str, bytes: &[u8]) -> Result<Client, OAuthErro
         .ok_or_else(|| bad("has no client_name".into()))?;
     let grant_types =
         strings(obj, "grant_types").unwrap_or_else(|| vec!["authorization_code".to_string()]);
+    let scopes = match obj.get("scope") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(
+            super::parse_scope(Some(s)).map_err(|e| bad(format!("declares {}", e.description)))?,
+        ),
+        Some(_) => return Err(bad("has a scope that is not a string".into())),
+    };
     Ok(Client {
         client_id: client_id.to_string(),
         name: clean_name(name),
@@ -143,77 +165,124 @@ pub fn parse_document(client_id: &str, bytes: &[u8]) -> Result<Client, OAuthErro
         auth_method: "none".into(),
         secret_hash: None,
         grant_types,
+        scopes,
         metadata_document: true,
     })
 }
 
-/// Fetched documents, by client_id.
-#[derive(Debug, Default)]
+/// What the cache knows of a `client_id`.
+#[derive(Debug, Clone)]
+enum Known {
+    Client(Client),
+    /// The document could not be used (fetch failed or it failed a check).
+    Refused,
+}
+
+/// Fetched documents and recent refusals, by client_id, with the shared fetcher.
+#[derive(Debug)]
 pub struct DocumentCache {
-    entries: Mutex<HashMap<String, (Client, Instant)>>,
+    entries: Mutex<LruCache<String, (Known, Instant)>>,
+    fetches: tokio::sync::Semaphore,
+    fetcher: Mutex<Option<Fetcher>>,
+}
+
+impl Default for DocumentCache {
+    fn default() -> Self {
+        Self {
+            entries: Mutex::new(LruCache::new(MAX_ENTRIES)),
+            fetches: tokio::sync::Semaphore::new(MAX_CONCURRENT_FETCHES),
+            fetcher: Mutex::new(None),
+        }
+    }
+}
+
+/// The one refusal of a document, whatever went wrong: neither what was fetched nor how the
+/// fetch went is repeated (the log has it).
+fn unusable(client_id: &str) -> OAuthError {
+    OAuthError::invalid_client(format!(
+        "the client metadata document at {client_id} cannot be used (the server's log says why)"
+    ))
 }
 
 impl DocumentCache {
-    fn cached(&self, client_id: &str) -> Option<Client> {
-        let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-        entries
-            .get(client_id)
-            .filter(|(_, until)| *until > Instant::now())
-            .map(|(c, _)| c.clone())
+    fn lock(&self) -> std::sync::MutexGuard<'_, LruCache<String, (Known, Instant)>> {
+        self.entries.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn store(&self, client: &Client, ttl: Duration) {
-        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-        let now = Instant::now();
-        if entries.len() >= MAX_ENTRIES {
-            entries.retain(|_, (_, until)| *until > now);
+    /// The client, or the cached refusal, when this `client_id` was resolved recently.
+    pub fn cached(&self, client_id: &str) -> Option<Result<Client, OAuthError>> {
+        let mut entries = self.lock();
+        let (known, until) = entries.get(client_id)?.clone();
+        if until <= Instant::now() {
+            entries.remove(client_id);
+            return None;
         }
-        if entries.len() >= MAX_ENTRIES
-            && let Some(oldest) = entries
-                .iter()
-                .min_by_key(|(_, (_, until))| *until)
-                .map(|(k, _)| k.clone())
-        {
-            entries.remove(&oldest);
-        }
-        entries.insert(client.client_id.clone(), (client.clone(), now + ttl));
+        Some(match known {
+            Known::Client(c) => Ok(c),
+            Known::Refused => Err(unusable(client_id)),
+        })
     }
 
-    /// The client of a metadata-document `client_id`, from the cache or fetched now.
-    pub async fn resolve(
-        &self,
-        client_id: &str,
-        fetch: &FetchConfig,
-    ) -> Result<Client, OAuthError> {
+    fn keep(&self, client_id: &str, known: Known, ttl: Duration) {
+        self.lock()
+            .insert(client_id.to_string(), (known, Instant::now() + ttl));
+    }
+
+    /// The fetcher for `config`: built once (on the blocking pool), rebuilt only if the
+    /// configuration changed.
+    async fn fetcher(&self, config: &FetchConfig) -> Result<Fetcher, FetchError> {
+        let current = self
+            .fetcher
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+            .filter(|f| f.config() == config);
+        if let Some(f) = current {
+            return Ok(f);
+        }
+        let built = Fetcher::prepare(config.clone()).await?;
+        *self.fetcher.lock().unwrap_or_else(|p| p.into_inner()) = Some(built.clone());
+        Ok(built)
+    }
+
+    /// Fetches and checks the document of `client_id` (a cache miss the caller paid for);
+    /// the outcome is cached either way.
+    pub async fn fetch(&self, client_id: &str, fetch: &FetchConfig) -> Result<Client, OAuthError> {
         let url = document_url(client_id, fetch)?;
-        if let Some(client) = self.cached(client_id) {
-            return Ok(client);
-        }
-        let config = FetchConfig {
+        let Ok(_slot) = self.fetches.try_acquire() else {
+            return Err(OAuthError::new(
+                OAuthErrorKind::TemporarilyUnavailable,
+                "too many client metadata documents are being fetched right now; try again",
+            ));
+        };
+        let fetcher = self.fetcher(fetch).await.map_err(|e| {
+            tracing::error!(error = %e, "cannot build the client for metadata documents");
+            OAuthError::new(
+                OAuthErrorKind::ServerError,
+                "client metadata documents cannot be fetched on this server",
+            )
+        })?;
+        let limits = Limits {
             max_bytes: MAX_DOCUMENT_BYTES,
             timeout: FETCH_TIMEOUT,
             max_redirects: 0,
-            ..fetch.clone()
         };
-        let fetched = crate::fetch::fetch(&config, url).await.map_err(|e| {
-            let why = match &e {
-                FetchError::Refused { reason, .. } => format!("cannot be fetched: {reason}"),
-                FetchError::TooManyRedirects { .. } => {
-                    "redirects; the document must be served at the client_id itself".into()
-                }
-                FetchError::TooLarge { .. } => {
-                    format!("is larger than {MAX_DOCUMENT_BYTES} bytes")
-                }
-                other => format!("could not be fetched: {other}"),
-            };
-            tracing::info!(client_id, error = %e, "client metadata document refused");
-            OAuthError::invalid_client(format!("the client metadata document at {client_id} {why}"))
-        })?;
-        let client = parse_document(client_id, &fetched.bytes)?;
-        if let Some(ttl) = ttl_of(fetched.cache_control.as_deref()) {
-            self.store(&client, ttl);
+        let outcome = match fetcher.fetch(url, limits).await {
+            Ok(fetched) => parse_document(client_id, &fetched.bytes)
+                .map(|client| (client, ttl_of(fetched.cache_control.as_deref()))),
+            Err(e) => Err(OAuthError::invalid_client(format!("fetch failed: {e}"))),
+        };
+        match outcome {
+            Ok((client, ttl)) => {
+                self.keep(client_id, Known::Client(client.clone()), ttl);
+                Ok(client)
+            }
+            Err(why) => {
+                tracing::info!(client_id, reason = %why.description, "client metadata document refused");
+                self.keep(client_id, Known::Refused, MIN_TTL);
+                Err(unusable(client_id))
+            }
         }
-        Ok(client)
     }
 }
 
@@ -277,12 +346,13 @@ mod tests {
 
     #[test]
     fn cache_lifetimes() {
-        assert_eq!(ttl_of(None), Some(DEFAULT_TTL));
+        assert_eq!(ttl_of(None), DEFAULT_TTL);
         assert_eq!(
-            ttl_of(Some("public, max-age=60")),
-            Some(Duration::from_secs(60))
+            ttl_of(Some("public, max-age=120")),
+            Duration::from_secs(120)
         );
-        assert_eq!(ttl_of(Some("max-age=999999")), Some(MAX_TTL));
-        assert_eq!(ttl_of(Some("no-store")), None);
+        assert_eq!(ttl_of(Some("max-age=999999")), MAX_TTL);
+        assert_eq!(ttl_of(Some("max-age=0")), MIN_TTL);
+        assert_eq!(ttl_of(Some("no-store")), MIN_TTL);
     }
 }

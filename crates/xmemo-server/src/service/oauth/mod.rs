@@ -35,23 +35,18 @@ use super::accounts::Audience;
 use super::page::{self, Page, PageRequest};
 use crate::auth::{Principal, hash_key, tokens_match};
 use crate::error::{ServiceError, ServiceResult};
-use crate::throttle::{LimiterConfig, retry_after_secs};
+use crate::throttle::retry_after_secs;
 use base64::Engine;
 use rand::RngCore;
 use std::net::{IpAddr, Ipv4Addr};
-use std::time::Duration;
 use xmemo_core::Scope;
 use xmemo_store::{
-    Attribution, AuditDraft, CreationKey, Exchange, NewOAuthClient, NewOAuthCode, NewOAuthGrant,
-    NewOAuthToken, OAuthClient, OAuthGrant, OAuthTokenKind,
+    Attribution, AuditDraft, ClientBounds, CreationKey, Exchange, LimitReached, NewOAuthClient,
+    NewOAuthCode, NewOAuthGrant, NewOAuthToken, OAuthClient, OAuthGrant, OAuthTokenKind,
+    StoreError,
 };
 
-/// Dynamic registrations allowed per address: 30 an hour.
-pub const DEFAULT_REGISTRATION_BUDGET: LimiterConfig = LimiterConfig {
-    max_failures: 30,
-    window: Duration::from_secs(3600),
-    max_keys: LimiterConfig::DEFAULT_MAX_KEYS,
-};
+pub use super::budgets::DEFAULT_REGISTRATION_BUDGET;
 
 /// What the token endpoint hands out.
 #[derive(Debug, Clone)]
@@ -125,13 +120,18 @@ pub fn check_resource(given: Option<&str>, expected: &str) -> Result<String, OAu
 
 impl Service {
     /// The client a `client_id` names: a registered one, or the one its metadata document
-    /// describes. Unknown → `invalid_client`.
-    pub async fn oauth_client(&self, client_id: &str) -> Result<Client, OAuthError> {
+    /// describes (fetched on a cache miss, which the caller's address `from` pays for).
+    /// Unknown → `invalid_client`.
+    pub async fn oauth_client(
+        &self,
+        client_id: &str,
+        from: Option<IpAddr>,
+    ) -> Result<Client, OAuthError> {
         if client_id.is_empty() || client_id.len() > 2000 {
             return Err(OAuthError::invalid_client("missing or malformed client_id"));
         }
         if cimd::is_document_url(client_id) {
-            return self.client_documents.resolve(client_id, &self.fetch).await;
+            return self.document_client(client_id, from).await;
         }
         let Some(row) = self.store.get_oauth_client(client_id).await? else {
             return Err(OAuthError::invalid_client(format!(
@@ -141,32 +141,102 @@ impl Service {
         Ok(registered(row))
     }
 
+    /// A metadata-document client: from the cache (a document or a recent refusal), else
+    /// fetched after the caller's address paid one of its document fetches.
+    async fn document_client(
+        &self,
+        client_id: &str,
+        from: Option<IpAddr>,
+    ) -> Result<Client, OAuthError> {
+        cimd::document_url(client_id, &self.fetch)?;
+        if let Some(known) = self.client_documents.cached(client_id) {
+            return known;
+        }
+        let address = super::throttle_key(from.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED)));
+        self.document_fetches
+            .reserve(address)
+            .await
+            .map_err(|wait| {
+                OAuthError::rate_limited(retry_after_secs(wait), "client metadata document fetches")
+            })?
+            .keep();
+        self.client_documents.fetch(client_id, &self.fetch).await
+    }
+
     /// Stores a dynamically registered client (already checked by the endpoint), within the
-    /// per-address budget; the secret of a confidential client is returned once.
+    /// budgets of registrations per address and in all, and the bound on registered clients
+    /// (clients that never got a grant expire first); the secret of a confidential client is
+    /// returned once.
     pub async fn register_oauth_client(
         &self,
         mut new: NewOAuthClient,
         from: Option<IpAddr>,
     ) -> Result<(OAuthClient, Option<String>), OAuthError> {
         let address = super::throttle_key(from.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED)));
-        if let Err(wait) = self.registrations.check(&address) {
-            return Err(OAuthError::rate_limited(
-                retry_after_secs(wait),
-                "client registrations",
-            ));
-        }
-        self.registrations.record_failure(address);
+        // Reserved before the write; a registration that fails gives its tokens back.
+        let here = self.registrations.reserve(address).await.map_err(|wait| {
+            OAuthError::rate_limited(retry_after_secs(wait), "client registrations")
+        })?;
+        let all = match self.registrations_global.reserve(()).await {
+            Ok(r) => r,
+            Err(wait) => {
+                here.refund();
+                return Err(OAuthError {
+                    retry_after: Some(retry_after_secs(wait)),
+                    ..OAuthError::new(
+                        OAuthErrorKind::TemporarilyUnavailable,
+                        format!(
+                            "this server takes no more client registrations for now; retry in {} s",
+                            retry_after_secs(wait)
+                        ),
+                    )
+                });
+            }
+        };
         let secret =
             (new.token_endpoint_auth_method != "none").then(|| secret(CLIENT_SECRET_PREFIX));
         new.secret_hash = secret.as_deref().map(hash_key);
+        new.bounds = ClientBounds {
+            max_clients: Some(self.budgets.max_registered_clients),
+            expire_unused_before: Some(super::clock::timestamp(
+                self.clock.now() - self.budgets.unused_client_ttl,
+            )),
+        };
+        // The audit entry names the client, not its whole metadata (bounded by the
+        // registration rules; the row holds it).
         let audit =
             AuditDraft::new("oauth.register", &Attribution::default()).details(serde_json::json!({
                 "client_name": new.client_name,
-                "redirect_uris": new.redirect_uris,
+                "redirect_uris": new.redirect_uris.len(),
                 "token_endpoint_auth_method": new.token_endpoint_auth_method,
             }));
-        let client = self.store.create_oauth_client(new, audit).await?;
-        Ok((client, secret))
+        match self.store.create_oauth_client(new, audit).await {
+            Ok(client) => {
+                here.keep();
+                all.keep();
+                Ok((client, secret))
+            }
+            Err(e) => {
+                here.refund();
+                all.refund();
+                Err(match e {
+                    StoreError::Limit(LimitReached::RegisteredClients { limit }) => {
+                        tracing::warn!(
+                            limit,
+                            "OAuth client registrations refused: the cap is reached"
+                        );
+                        // The server's capacity, not the caller's rate: 503, not 429.
+                        OAuthError::new(
+                            OAuthErrorKind::TemporarilyUnavailable,
+                            format!(
+                                "this server holds {limit} registered clients, its most; try again later"
+                            ),
+                        )
+                    }
+                    other => other.into(),
+                })
+            }
+        }
     }
 
     /// The signed-in person approves `request`: a grant and its single-use code (returned
@@ -213,13 +283,12 @@ impl Service {
         &self,
         client_id: &str,
         presented: &ClientSecret,
+        from: Option<IpAddr>,
     ) -> Result<Client, OAuthError> {
         let fail = |why: &str| OAuthError::invalid_client(why.to_string());
         let client = if cimd::is_document_url(client_id) {
             // Public, and usually still cached from the authorization request.
-            self.client_documents
-                .resolve(client_id, &self.fetch)
-                .await?
+            self.document_client(client_id, from).await?
         } else {
             match self.store.get_oauth_client(client_id).await? {
                 Some(row) => registered(row),
@@ -242,6 +311,38 @@ impl Service {
             )));
         }
         Ok(client)
+    }
+
+    /// Runs one request of the token or revocation endpoint from `from` under the
+    /// address's budget of failed authentications (the one keys, tokens and passwords
+    /// spend): a token is reserved before the client secret, code or refresh token is
+    /// checked and given back unless the answer is `invalid_client` or `invalid_grant`, so
+    /// neither client secrets nor codes can be guessed faster than the budget, bursts
+    /// included.
+    pub async fn guarded_token_request<T>(
+        &self,
+        from: Option<IpAddr>,
+        request: impl std::future::Future<Output = Result<T, OAuthError>>,
+    ) -> Result<T, OAuthError> {
+        let address = super::throttle_key(from.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED)));
+        let reserved = self.auth_failures.reserve(address).await.map_err(|wait| {
+            OAuthError::rate_limited(retry_after_secs(wait), "failed client authentications")
+        })?;
+        let result = request.await;
+        match &result {
+            Err(e)
+                if matches!(
+                    e.kind,
+                    OAuthErrorKind::InvalidClient | OAuthErrorKind::InvalidGrant
+                ) =>
+            {
+                if reserved.keep() {
+                    tracing::warn!(client = %address, "client address limited after repeated failed authentications");
+                }
+            }
+            _ => reserved.refund(),
+        }
+        result
     }
 
     fn tokens_for(&self, client: &Client, scopes: &[String]) -> (IssuedTokens, Vec<NewOAuthToken>) {
@@ -563,6 +664,12 @@ fn registered(row: OAuthClient) -> Client {
                 .collect()
         })
         .unwrap_or_else(|| vec!["authorization_code".to_string()]);
+    // The scope it registered (checked then), which bounds what it may ask for.
+    let scopes = row
+        .metadata
+        .get("scope")
+        .and_then(|s| s.as_str())
+        .map(|s| s.split_whitespace().map(str::to_string).collect());
     Client {
         client_id: row.client_id,
         name: row.client_name,
@@ -570,6 +677,7 @@ fn registered(row: OAuthClient) -> Client {
         auth_method: row.token_endpoint_auth_method,
         secret_hash: row.secret_hash,
         grant_types,
+        scopes,
         metadata_document: false,
     }
 }

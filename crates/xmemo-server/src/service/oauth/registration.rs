@@ -24,6 +24,17 @@ const KEPT: [&str; 10] = [
     "response_types",
 ];
 
+/// Redirect URIs one client may register.
+pub const MAX_REDIRECT_URIS: usize = 10;
+/// Longest redirect URI, and longest URL field (`client_uri`, `logo_uri`, …), in bytes.
+pub const MAX_URI_BYTES: usize = 512;
+/// Most `contacts`, each at most [`MAX_SHORT_BYTES`]·2.
+pub const MAX_CONTACTS: usize = 5;
+/// Longest short text field (`software_id`, `software_version`, `application_type`).
+pub const MAX_SHORT_BYTES: usize = 128;
+/// Largest registration stored: redirect URIs and kept metadata together, serialised.
+pub const MAX_STORED_BYTES: usize = 4 * 1024;
+
 fn metadata_error(d: impl Into<String>) -> OAuthError {
     OAuthError::new(OAuthErrorKind::InvalidClientMetadata, d)
 }
@@ -44,6 +55,37 @@ fn strings(obj: &Map<String, Value>, key: &str) -> Result<Option<Vec<String>>, O
     }
 }
 
+/// The bounds of one kept field: URLs and short texts are strings of bounded length, contacts
+/// a short list of them (the lists of grant and response types are checked on their own).
+fn check_field(key: &str, v: &Value) -> Result<(), OAuthError> {
+    let text = |max: usize| match v {
+        Value::String(s) if s.len() <= max => Ok(()),
+        Value::String(_) => Err(metadata_error(format!(
+            "`{key}` is longer than {max} bytes"
+        ))),
+        _ => Err(metadata_error(format!("`{key}` must be a string"))),
+    };
+    match key {
+        "client_uri" | "logo_uri" | "tos_uri" | "policy_uri" => text(MAX_URI_BYTES),
+        "software_id" | "software_version" | "application_type" => text(MAX_SHORT_BYTES),
+        "contacts" => match v {
+            Value::Array(items)
+                if items.len() <= MAX_CONTACTS
+                    && items
+                        .iter()
+                        .all(|i| i.as_str().is_some_and(|s| s.len() <= 2 * MAX_SHORT_BYTES)) =>
+            {
+                Ok(())
+            }
+            _ => Err(metadata_error(format!(
+                "`contacts` must be at most {MAX_CONTACTS} strings of at most {} bytes",
+                2 * MAX_SHORT_BYTES
+            ))),
+        },
+        _ => Ok(()),
+    }
+}
+
 /// The registration request checked and turned into the client to store.
 pub fn parse_registration(body: &[u8]) -> Result<NewOAuthClient, OAuthError> {
     let value: Value = serde_json::from_slice(body)
@@ -54,10 +96,18 @@ pub fn parse_registration(body: &[u8]) -> Result<NewOAuthClient, OAuthError> {
         ));
     };
     let redirect_uris = strings(obj, "redirect_uris")?.unwrap_or_default();
-    if redirect_uris.is_empty() || redirect_uris.len() > 20 {
+    if redirect_uris.is_empty() || redirect_uris.len() > MAX_REDIRECT_URIS {
         return Err(OAuthError::new(
             OAuthErrorKind::InvalidRedirectUri,
-            "register 1 to 20 redirect_uris (this server only does the authorization code flow)",
+            format!(
+                "register 1 to {MAX_REDIRECT_URIS} redirect_uris (this server only does the authorization code flow)"
+            ),
+        ));
+    }
+    if redirect_uris.iter().any(|u| u.len() > MAX_URI_BYTES) {
+        return Err(OAuthError::new(
+            OAuthErrorKind::InvalidRedirectUri,
+            format!("a redirect URI is at most {MAX_URI_BYTES} bytes"),
         ));
     }
     if let Some(why) = redirect_uris.iter().find_map(|u| redirect_uri::refusal(u)) {
@@ -110,6 +160,7 @@ pub fn parse_registration(body: &[u8]) -> Result<NewOAuthClient, OAuthError> {
     let mut metadata = Map::new();
     for key in KEPT {
         if let Some(v) = obj.get(key).filter(|v| !v.is_null()) {
+            check_field(key, v)?;
             metadata.insert(key.to_string(), v.clone());
         }
     }
@@ -118,10 +169,12 @@ pub fn parse_registration(body: &[u8]) -> Result<NewOAuthClient, OAuthError> {
     if let Some(s) = scope {
         metadata.insert("scope".into(), json!(s));
     }
-    if serde_json::to_vec(&metadata).map_or(0, |v| v.len()) > 8 * 1024 {
-        return Err(metadata_error(
-            "the registration metadata is larger than 8 KiB",
-        ));
+    let stored = serde_json::to_vec(&metadata).map_or(usize::MAX, |v| v.len())
+        + serde_json::to_vec(&redirect_uris).map_or(usize::MAX, |v| v.len());
+    if stored > MAX_STORED_BYTES {
+        return Err(metadata_error(format!(
+            "the registration (redirect URIs and metadata) is larger than {MAX_STORED_BYTES} bytes"
+        )));
     }
     Ok(NewOAuthClient {
         client_name: if name.is_empty() {
@@ -133,5 +186,6 @@ pub fn parse_registration(body: &[u8]) -> Result<NewOAuthClient, OAuthError> {
         token_endpoint_auth_method: method,
         secret_hash: None,
         metadata: Value::Object(metadata),
+        bounds: Default::default(),
     })
 }

@@ -37,34 +37,80 @@ pub async fn page(State(_state): State<AppState>, Signed(ctx): Signed) -> Respon
     )
 }
 
-/// Ends the browser's session cookie and sends it to the sign-in page.
-fn signed_out(state: &AppState) -> Response {
+/// One live key as the page after a password change lists it.
+struct KeyRow {
+    name: String,
+    prefix: String,
+    scopes: String,
+    created_at: String,
+    last_used_at: String,
+}
+
+#[derive(Template)]
+#[template(path = "console/password_changed.html")]
+struct PasswordChangedPage {
+    chrome: Option<Chrome>,
+    grants_revoked: u64,
+    keys: Vec<KeyRow>,
+}
+
+/// Ends the browser's session cookie on `response`.
+fn end_session_cookie(state: &AppState, mut response: Response) -> Response {
     let site = Site::new(&state.info.public_url);
-    let mut response = see_other("/login");
     if let Some(cookie) = cookies::set(&site, &cookies::session_name(&site), "", Some(0)) {
         response.headers_mut().append(header::SET_COOKIE, cookie);
     }
     response
 }
 
-pub async fn password(State(state): State<AppState>, Posted(ctx, f): Posted) -> PageResult {
+/// Ends the browser's session cookie and sends it to the sign-in page.
+fn signed_out(state: &AppState) -> Response {
+    end_session_cookie(state, see_other("/login"))
+}
+
+pub async fn password(
+    State(state): State<AppState>,
+    extensions: axum::http::Extensions,
+    headers: axum::http::HeaderMap,
+    Posted(ctx, f): Posted,
+) -> PageResult {
     if f.get("new_password") != f.get("confirm_password") {
         return Err(ctx.fail("account")(ServiceError::validation(
             "the new password and its confirmation differ",
             "confirm_password",
         )));
     }
-    state
+    let client =
+        crate::http::client_addr::of_request(&headers, &extensions, &state.info.trusted_proxies);
+    let changed = state
         .service
         .change_password(
             &ctx.principal,
             f.get("current_password"),
             f.get("new_password"),
+            client,
+            f.get("sign_out_everywhere") == "on",
         )
         .await
         .map_err(ctx.fail("account"))?;
-    // Every session of the account ended: sign in again with the new password.
-    Ok(signed_out(&state))
+    // Every session of the account ended (this one too): the page says what else happened
+    // and lists the keys that still work, then the person signs in again.
+    let page = PasswordChangedPage {
+        chrome: None,
+        grants_revoked: changed.grants_revoked,
+        keys: changed
+            .live_keys
+            .into_iter()
+            .map(|k| KeyRow {
+                name: k.name,
+                prefix: k.prefix,
+                scopes: k.scopes.join(" "),
+                created_at: k.created_at,
+                last_used_at: k.last_used_at.unwrap_or_else(|| "never".into()),
+            })
+            .collect(),
+    };
+    Ok(end_session_cookie(&state, render(StatusCode::OK, &page)))
 }
 
 pub async fn export(State(state): State<AppState>, Signed(ctx): Signed) -> PageResult {
