@@ -313,8 +313,7 @@ async fn import_directory(
                         ("allow_duplicates", duplicates),
                     ],
                 )?;
-                api.send_bytes(Method::POST, url, "application/zip", zipped.bytes)
-                    .await
+                send_waiting_for_the_write_rate(&api, url, zipped.bytes, &progress).await
             }
             Err(e) => Err(e),
         };
@@ -931,6 +930,44 @@ pub fn render(d: &SkillDiff, style: &Style) -> String {
         ));
     }
     out
+}
+
+/// How many times one folder's upload waits for the account's write rate before the run
+/// stops (a server allowing fewer writes than this many waits cover is misconfigured).
+const MAX_RATE_WAITS_PER_FOLDER: u32 = 5;
+
+/// Sends one folder of a batch import. A large folder tree can hold more skills than the
+/// server's per-account write rate allows in a minute; the batch then waits the time the
+/// server names (`Retry-After`) and sends the same folder again instead of failing the run.
+async fn send_waiting_for_the_write_rate(
+    api: &Api,
+    url: reqwest::Url,
+    zipped: Vec<u8>,
+    progress: &indicatif::ProgressBar,
+) -> anyhow::Result<Value> {
+    let mut waits = 0;
+    loop {
+        let sent = api
+            .send_bytes(Method::POST, url.clone(), "application/zip", zipped.clone())
+            .await;
+        let wait = match &sent {
+            Err(e) => e
+                .downcast_ref::<Failure>()
+                .and_then(Failure::rate_limited_wait),
+            Ok(_) => None,
+        };
+        match wait {
+            Some(wait) if waits < MAX_RATE_WAITS_PER_FOLDER => {
+                waits += 1;
+                progress.set_message(format!(
+                    "waiting {} s for the server's write rate",
+                    wait.as_secs()
+                ));
+                tokio::time::sleep(wait).await;
+            }
+            _ => return sent,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -154,7 +154,7 @@ pub struct LimitsArgs {
     /// Memories one account may create; 0 = no quota [default: 10000]
     #[arg(long, env = "XMEMO_QUOTA_MEMORIES")]
     pub quota_memories: Option<u64>,
-    /// Skills one account may create; 0 = no quota [default: 1000]
+    /// Skills one account may create; 0 = no quota [default: 10000]
     #[arg(long, env = "XMEMO_QUOTA_SKILLS")]
     pub quota_skills: Option<u64>,
     /// Bytes one account may write (memory versions, skill revisions); 0 = no quota

@@ -63,6 +63,20 @@ impl Failure {
         }
     }
 
+    /// How long the server asked to wait before the same request may pass, when it refused
+    /// it for its rate (`RATE_LIMITED` with `details.retry_after_seconds`).
+    pub fn rate_limited_wait(&self) -> Option<Duration> {
+        if self.code() != "RATE_LIMITED" {
+            return None;
+        }
+        let secs = self
+            .error_field("details")
+            .and_then(|d| d.get("retry_after_seconds"))
+            .and_then(Value::as_u64)
+            .unwrap_or(1);
+        Some(Duration::from_secs(secs.clamp(1, 60)))
+    }
+
     /// The error object, as the server would have written it.
     pub fn to_json(&self) -> Value {
         match self {

@@ -25,7 +25,7 @@ pub struct Quotas {
 impl Quotas {
     pub const DEFAULT: Self = Self {
         memories: 10_000,
-        skills: 1_000,
+        skills: 10_000,
         bytes: 256 << 20,
     };
     pub const UNLIMITED: Self = Self {
