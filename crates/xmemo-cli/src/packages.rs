@@ -313,7 +313,7 @@ async fn import_directory(
                         ("allow_duplicates", duplicates),
                     ],
                 )?;
-                send_waiting_for_the_write_rate(&api, url, zipped.bytes, &progress).await
+                send_waiting_for_the_write_rate(api, url, zipped.bytes, &progress).await
             }
             Err(e) => Err(e),
         };
