@@ -95,6 +95,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         std::process::id()
     );
     let _embedding_worker = service.start_embedding_worker(worker_name);
+    let _upkeep = service.start_upkeep();
     let listener = tokio::net::TcpListener::bind(&settings.listen)
         .await
         .with_context(|| format!("cannot listen on {}", settings.listen))?;

@@ -410,4 +410,11 @@ pub trait Store: Send + Sync + 'static {
         next: &EmbeddingProgress,
     ) -> StoreResult<bool>;
     async fn embedding_lag(&self, model: &str) -> StoreResult<EmbeddingLag>;
+
+    // ---- upkeep ----
+    /// Deletes the full-text log's entries older than the newest `keep`, except those the
+    /// worker of an embedding model whose lease was live after `idle_before` has not read yet
+    /// (an idle model's worker embeds every row again when it comes back). A node that had
+    /// applied less than what is deleted rebuilds its indexes at its next query.
+    async fn prune_fulltext_log(&self, keep: u64, idle_before: &str) -> StoreResult<LogPrune>;
 }

@@ -437,6 +437,17 @@ pub struct EmbeddedRow {
     pub vector: Option<Vec<f32>>,
 }
 
+/// What one prune of the full-text log did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LogPrune {
+    /// Every entry numbered up to this is gone (0: nothing was ever pruned).
+    pub pruned_through: i64,
+    /// Entries deleted by this prune.
+    pub deleted: u64,
+    /// Entries left.
+    pub kept: u64,
+}
+
 /// How far behind the semantic lane of a model is.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EmbeddingLag {

@@ -271,6 +271,8 @@ conformance!(
     invitation_bounds_hold_in_the_inviting_transaction,
     unused_oauth_clients_expire_at_the_next_registration,
     signin_addresses_and_unlocks,
+    a_node_that_lagged_past_the_pruned_log_rebuilds,
+    pruning_keeps_the_newest_entries_and_what_a_live_model_needs,
 );
 
 // ---------------------------------------------------------------------------------------------
@@ -3832,6 +3834,7 @@ mod all_cases {
     pub use super::cases::*;
     pub use super::deletion_cases::*;
     pub use super::hardening_cases::*;
+    pub use super::log_cases::*;
     pub use super::memory_cases::*;
     pub use super::signin_cases::*;
     pub use super::signin_snapshot_cases::*;
@@ -4308,6 +4311,156 @@ mod hardening_cases {
                 .await,
             Err(StoreError::NotFound(_))
         ));
+    }
+}
+
+/// Issue #23 (11): the full-text log is pruned; a node or an embedding worker that lagged
+/// past the pruned point notices and reads every row again.
+mod log_cases {
+    use super::*;
+
+    /// An instant far ahead: every embedding model counts as idle before it.
+    const FAR_AHEAD: &str = "2999-01-01T00:00:00.000Z";
+
+    async fn memories(store: &DynStore, ws: &str, who: &Attribution, n: usize, word: &str) {
+        for i in 0..n {
+            remember(
+                store,
+                new_memory(
+                    ws,
+                    who,
+                    memory_content(xmemo_core::MemoryKind::Fact, &format!("{word} note {i}")),
+                ),
+            )
+            .await;
+        }
+    }
+
+    async fn recalled(store: &DynStore, ws: &str, text: &str) -> Vec<String> {
+        let mut q = memory_query(&[ws]);
+        q.text = Some(text.into());
+        let mut found: Vec<String> = store
+            .recall_memories(&q)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|h| h.memory.content)
+            .collect();
+        found.sort();
+        found
+    }
+
+    pub async fn a_node_that_lagged_past_the_pruned_log_rebuilds(db: &TestDb) {
+        let a = db.store();
+        let b = db.other_node().await;
+        let alice = account(&a, "alice").await;
+        let ws = alice.personal_workspace_id.clone();
+        let who = actor(&alice.account_id);
+        let old = save(
+            &a,
+            &alice,
+            "zqold",
+            draft("x")
+                .named("Zqold runbook", "About the old way")
+                .status(RevisionStatus::Published),
+        )
+        .await;
+        memories(&a, &ws, &who, 1, "zqkept").await;
+        // Node b builds its indexes now, then sees nothing while node a writes.
+        assert_eq!(slugs(&search(&b, "zqold", &[&ws]).await), ["zqold"]);
+        assert_eq!(recalled(&b, &ws, "zqkept").await, ["zqkept note 0"]);
+        save(
+            &a,
+            &alice,
+            "zqnew",
+            draft("y")
+                .named("Zqnew runbook", "About the new way")
+                .status(RevisionStatus::Published),
+        )
+        .await;
+        a.set_asset_status(
+            &old.skill.skill_id,
+            AssetStatus::Archived,
+            AuditDraft::new("skill.archive", &who).skill(&old.skill.skill_id),
+        )
+        .await
+        .unwrap();
+        memories(&a, &ws, &who, 2, "zqlater").await;
+        // Everything node b has not applied goes.
+        let pruned = a.prune_fulltext_log(0, FAR_AHEAD).await.unwrap();
+        assert!(pruned.deleted >= 4, "{pruned:?}");
+        assert_eq!(pruned.kept, 0, "{pruned:?}");
+        assert!(pruned.pruned_through > 0, "{pruned:?}");
+        // A second prune finds nothing more to do.
+        let again = a.prune_fulltext_log(0, FAR_AHEAD).await.unwrap();
+        assert_eq!((again.deleted, again.kept), (0, 0), "{again:?}");
+        assert_eq!(again.pruned_through, pruned.pruned_through);
+        // Node b cannot catch up from the log: it rebuilds and answers as node a does.
+        assert!(search(&b, "zqold", &[&ws]).await.is_empty());
+        assert_eq!(slugs(&search(&b, "zqnew", &[&ws]).await), ["zqnew"]);
+        assert_eq!(
+            recalled(&b, &ws, "zqlater").await,
+            ["zqlater note 0", "zqlater note 1"]
+        );
+        assert_eq!(recalled(&b, &ws, "zqkept").await, ["zqkept note 0"]);
+        // And it keeps following the log after its rebuild.
+        memories(&a, &ws, &who, 1, "zqafter").await;
+        assert_eq!(recalled(&b, &ws, "zqafter").await, ["zqafter note 0"]);
+        assert_eq!(slugs(&search(&a, "zqnew", &[&ws]).await), ["zqnew"]);
+    }
+
+    pub async fn pruning_keeps_the_newest_entries_and_what_a_live_model_needs(db: &TestDb) {
+        let store = db.store();
+        let alice = account(&store, "alice").await;
+        let ws = alice.personal_workspace_id.clone();
+        let who = actor(&alice.account_id);
+        memories(&store, &ws, &who, 30, "zqfirst").await;
+        let first = store.prune_fulltext_log(10, FAR_AHEAD).await.unwrap();
+        assert!(first.deleted >= 20, "{first:?}");
+        assert!(first.kept <= 10, "{first:?}");
+        // A model whose worker holds a live lease pins the log at its position.
+        let lease = "2999-01-01T00:00:00.000Z";
+        let work = store
+            .embedding_work("zq-model", "node-a", lease, 100)
+            .await
+            .unwrap()
+            .expect("a free lease");
+        let position = work.from.done_seq;
+        assert!(position > first.pruned_through, "{work:?}");
+        // Its backfill done: from now on it reads the log past its position.
+        let caught_up = EmbeddingProgress {
+            done_seq: position,
+            backfill_until: position,
+            backfill: None,
+        };
+        assert!(
+            store
+                .embedding_save("zq-model", "node-a", &[], &[], &caught_up)
+                .await
+                .unwrap()
+        );
+        memories(&store, &ws, &who, 20, "zqsecond").await;
+        let now = now();
+        let pinned = store.prune_fulltext_log(0, &now).await.unwrap();
+        assert_eq!(pinned.pruned_through, position, "{pinned:?}");
+        assert!(pinned.kept >= 20, "{pinned:?}");
+        // Once the model counts as idle it holds nothing back...
+        let all = store.prune_fulltext_log(0, FAR_AHEAD).await.unwrap();
+        assert_eq!(all.kept, 0, "{all:?}");
+        assert!(all.pruned_through > position, "{all:?}");
+        // ...and its worker, back, embeds every row again from the start.
+        let back = store
+            .embedding_work("zq-model", "node-a", lease, 100)
+            .await
+            .unwrap()
+            .expect("its own lease");
+        assert_eq!(
+            back.from.backfill,
+            Some((EmbeddingKind::Skill, String::new())),
+            "{:?}",
+            back.from
+        );
+        assert!(back.from.done_seq >= all.pruned_through, "{:?}", back.from);
     }
 }
 

@@ -76,6 +76,16 @@ pub const DEFAULT_TEAM_CREATION_BUDGET: LimiterConfig =
 /// decline is an answer, not a prompt to ask again (RATE_LIMITED with `Retry-After`).
 pub const DECLINE_COOL_DOWN: Duration = Duration::from_secs(7 * 24 * 3600);
 
+/// Full-text log entries the upkeep keeps (every node's catch-up feed and the semantic
+/// lane's queue): a node that fell further behind rebuilds its indexes from the tables,
+/// which costs about what re-reading that many changed rows would.
+pub const FULLTEXT_LOG_KEEP: u64 = 100_000;
+/// How often a server runs its upkeep (`service/upkeep.rs`).
+pub const UPKEEP_EVERY: Duration = Duration::from_secs(600);
+/// An embedding model whose worker has held no lease for this long stops holding the
+/// log's pruning back; its worker embeds every row again when it returns.
+pub const IDLE_EMBEDDING_MODEL: Duration = Duration::from_secs(24 * 3600);
+
 /// Every budget of one service.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Budgets {

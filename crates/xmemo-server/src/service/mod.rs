@@ -22,6 +22,7 @@ pub mod signin;
 mod skills;
 mod teams;
 pub mod types;
+mod upkeep;
 
 use crate::throttle::{FailureLimiter, LimiterConfig};
 pub use access::Access;
@@ -36,6 +37,7 @@ pub use page::{Page, PageRequest};
 pub use served::{Served, ServedList};
 use std::net::IpAddr;
 use std::sync::Arc;
+pub use upkeep::Upkeep;
 use xmemo_store::Store;
 
 #[derive(Clone)]

@@ -85,10 +85,7 @@ impl<D: Dialect> SqlStore<D> {
             None => {
                 // A new model: every row older than now is backfilled, then the log follows.
                 let newest = s
-                    .one(
-                        Stmt::new("SELECT COALESCE(MAX(seq), 0) AS n FROM fulltext_log"),
-                        "log",
-                    )
+                    .one(Stmt::new(super::fulltext::NEWEST), "log")
                     .await?
                     .int("n")?;
                 s.execute(
@@ -180,11 +177,37 @@ impl<D: Dialect> SqlStore<D> {
         lease_until: &str,
         limit: usize,
     ) -> StoreResult<Option<EmbeddingWork>> {
-        let Some(progress) = self.claim(model, owner, lease_until).await? else {
+        let Some(mut progress) = self.claim(model, owner, lease_until).await? else {
             return Ok(None);
         };
         let limit = limit.max(1);
         let mut s = self.read().await?;
+        let bounds = s
+            .one(
+                Stmt::new(
+                    "SELECT (SELECT pruned_through FROM fulltext_log_floor WHERE id = 1) AS floor,
+                            COALESCE((SELECT MAX(seq) FROM fulltext_log),
+                                     (SELECT pruned_through FROM fulltext_log_floor WHERE id = 1)) AS newest",
+                ),
+                "log bounds",
+            )
+            .await?;
+        if bounds.int("floor")? > progress.done_seq {
+            // The log was pruned past this model's position while its worker was away (a
+            // live model's position holds the prune back): what changed meanwhile is known
+            // only by reading every row again. Unchanged texts keep their vectors.
+            let newest = bounds.int("newest")?;
+            tracing::info!(
+                model,
+                done_seq = progress.done_seq,
+                "the full-text log was pruned past this model's position: embedding every row again"
+            );
+            progress = EmbeddingProgress {
+                done_seq: newest,
+                backfill_until: newest,
+                backfill: Some((EmbeddingKind::Skill, String::new())),
+            };
+        }
         let mut work = EmbeddingWork {
             from: progress.clone(),
             next: progress.clone(),
@@ -229,10 +252,7 @@ impl<D: Dialect> SqlStore<D> {
                 // Up to the newest number as it is now: a later entry waits for the next
                 // round (numbers are handed out in commit order).
                 let newest = s
-                    .one(
-                        Stmt::new("SELECT COALESCE(MAX(seq), 0) AS n FROM fulltext_log"),
-                        "log",
-                    )
+                    .one(Stmt::new(super::fulltext::NEWEST), "log")
                     .await?
                     .int("n")?;
                 let entries = s

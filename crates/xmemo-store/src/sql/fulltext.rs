@@ -8,12 +8,18 @@
 //! each query, reads the log past the last number it applied and re-reads those rows: its own
 //! writes and other nodes' are visible to the next query, at the cost of one indexed read when
 //! nothing changed.
+//!
+//! The log is pruned ([`SqlStore::prune_log`], run by the server's upkeep): entries older
+//! than the newest `keep` go, except those an embedding model still working needs. The highest number
+//! deleted is kept in `fulltext_log_floor` and read by the same statement as the log, so a
+//! node that had applied less than it finds out on its next query and rebuilds its indexes
+//! from the tables (what it does at start anyway).
 
 use super::{Dialect, Record, Session, SqlStore, Stmt, in_list};
 use crate::fulltext::{Hit, Index, MEMORIES, SKILLS};
 use crate::vectors::VectorIndex;
-use crate::{StoreError, StoreResult};
-use std::sync::atomic::{AtomicI64, Ordering};
+use crate::{LogPrune, StoreError, StoreResult};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// Which index a log entry or a query is about (the `kind` column; 2 and 3 say the vector
@@ -31,6 +37,18 @@ pub(crate) const VECTOR_KIND_OFFSET: i64 = 2;
 /// building.
 const BATCH: usize = 500;
 const BUILD_PAGE: i64 = 5_000;
+
+/// The `kind` under which the log read of [`log_after`] reports that entries past the
+/// reader's position were pruned (its `seq` is the highest number deleted).
+const PRUNED: i64 = -1;
+
+/// The newest log number handed out (as a column `n`): the last entry's, or, when a prune
+/// left the log empty, the highest number pruned.
+pub(crate) const NEWEST: &str = "SELECT COALESCE((SELECT MAX(seq) FROM fulltext_log),
+     (SELECT pruned_through FROM fulltext_log_floor WHERE id = 1), 0) AS n";
+
+/// Log numbers one prune transaction covers at most.
+const PRUNE_CHUNK: i64 = 20_000;
 
 /// A skill's Level 0 row (an active skill's published revision), from the tables the
 /// full-text rows are made of, so the statement is the same on every backend.
@@ -77,6 +95,8 @@ pub(crate) struct Fulltext {
     pub(crate) vectors: RwLock<Option<VectorIndex>>,
     /// The last log number applied (-1 before the first build).
     applied: AtomicI64,
+    /// Builds from the tables so far: the first, then one per prune past this node.
+    builds: AtomicU64,
     built: tokio::sync::OnceCell<()>,
     /// One catch-up at a time: a second one waiting finds the log already applied.
     pub(crate) catching_up: tokio::sync::Mutex<()>,
@@ -111,6 +131,7 @@ impl Default for Fulltext {
             }),
             vectors: RwLock::new(None),
             applied: AtomicI64::new(-1),
+            builds: AtomicU64::new(0),
             built: tokio::sync::OnceCell::new(),
             catching_up: tokio::sync::Mutex::new(()),
         }
@@ -233,13 +254,7 @@ impl<D: Dialect> SqlStore<D> {
     async fn build_fulltext(&self) -> StoreResult<()> {
         let started = std::time::Instant::now();
         let mut s = self.read().await?;
-        let newest = s
-            .one(
-                Stmt::new("SELECT COALESCE(MAX(seq), 0) AS n FROM fulltext_log"),
-                "log",
-            )
-            .await?
-            .int("n")?;
+        let newest = s.one(Stmt::new(NEWEST), "log").await?.int("n")?;
         let mut built = Indexes {
             skills: Index::new(&SKILLS),
             memories: Index::new(&MEMORIES),
@@ -281,6 +296,7 @@ impl<D: Dialect> SqlStore<D> {
         );
         *self.fulltext.write() = built;
         self.fulltext.applied.store(newest, Ordering::Release);
+        self.fulltext.builds.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
 
@@ -300,6 +316,16 @@ impl<D: Dialect> SqlStore<D> {
             entries = log_after(&mut s, applied).await?;
         }
         while let Some(&(newest, _, _)) = entries.last() {
+            if entries.iter().any(|(_, code, _)| *code == PRUNED) {
+                // What this node missed is gone from the log: read every row again.
+                drop(s);
+                *self.fulltext.vectors_write() = None;
+                tracing::info!(
+                    applied,
+                    "the full-text log was pruned past this node's position: rebuilding its indexes"
+                );
+                return self.build_fulltext().await;
+            }
             for kind in [Kind::Skills, Kind::Memories] {
                 let changed: Vec<(i64, String)> = entries
                     .iter()
@@ -355,13 +381,74 @@ impl<D: Dialect> SqlStore<D> {
     }
 }
 
+impl<D: Dialect> SqlStore<D> {
+    /// See [`crate::Store::prune_fulltext_log`]. Under the lock log appends take, so no entry
+    /// is being added below the cut meanwhile; in transactions of at most [`PRUNE_CHUNK`]
+    /// numbers, so a long-unpruned log does not hold the writer for long.
+    pub(crate) async fn prune_log(&self, keep: u64, idle_before: &str) -> StoreResult<LogPrune> {
+        let keep = i64::try_from(keep).unwrap_or(i64::MAX);
+        let mut deleted = 0u64;
+        loop {
+            let mut s = self.write().await?;
+            s.lock(D::LOCK_AUDIT_CHAIN).await?;
+            let row = s
+                .one(
+                    Stmt::new(
+                        "SELECT (SELECT COALESCE(MAX(seq), 0) FROM fulltext_log) AS newest,
+                                (SELECT pruned_through FROM fulltext_log_floor WHERE id = 1) AS floor,
+                                COALESCE((SELECT MIN(done_seq) FROM embedding_progress
+                                          WHERE lease_until > $1), -1) AS pin",
+                    )
+                    .bind(idle_before),
+                    "log bounds",
+                )
+                .await?;
+            let (newest, floor) = (row.int("newest")?, row.int("floor")?);
+            let mut through = newest.saturating_sub(keep);
+            let pin = row.int("pin")?;
+            if pin >= 0 {
+                through = through.min(pin);
+            }
+            through = through.min(floor.saturating_add(PRUNE_CHUNK));
+            if through <= floor {
+                let kept = s
+                    .one(
+                        Stmt::new("SELECT COUNT(*) AS n FROM fulltext_log"),
+                        "log size",
+                    )
+                    .await?
+                    .int("n")?;
+                return Ok(LogPrune {
+                    pruned_through: floor,
+                    deleted,
+                    kept: super::driver::to_u64(kept, "log size")?,
+                });
+            }
+            deleted += s
+                .execute(Stmt::new("DELETE FROM fulltext_log WHERE seq <= $1").bind(through))
+                .await?;
+            s.execute(
+                Stmt::new("UPDATE fulltext_log_floor SET pruned_through = $1 WHERE id = 1")
+                    .bind(through),
+            )
+            .await?;
+            s.commit().await?;
+        }
+    }
+}
+
+/// The log entries past `after`, in order; first, when entries past `after` were pruned, one
+/// `(highest number pruned, PRUNED, "")` (it sorts first: every entry up to it is gone).
 async fn log_after<D: Dialect>(
     s: &mut Session<D>,
     after: i64,
 ) -> StoreResult<Vec<(i64, i64, String)>> {
     s.all(
         Stmt::new(format!(
-            "SELECT seq, kind, key FROM fulltext_log WHERE seq > $1 ORDER BY seq LIMIT {BATCH}"
+            "SELECT seq, kind, key FROM fulltext_log WHERE seq > $1
+             UNION ALL SELECT pruned_through AS seq, {PRUNED} AS kind, '' AS key
+               FROM fulltext_log_floor WHERE pruned_through > $1
+             ORDER BY seq LIMIT {BATCH}"
         ))
         .bind(after),
     )
@@ -369,7 +456,7 @@ async fn log_after<D: Dialect>(
     .iter()
     .map(|r| {
         let code = r.int("kind")?;
-        if !(0..2 + VECTOR_KIND_OFFSET).contains(&code) {
+        if !(PRUNED..2 + VECTOR_KIND_OFFSET).contains(&code) {
             return Err(StoreError::Internal(format!(
                 "fulltext_log: unknown kind {code}"
             )));
@@ -388,4 +475,58 @@ fn apply_row<D: Dialect>(index: &mut Index, kind: Kind, row: &super::Row<D>) -> 
         &[&fields[0], &fields[1], &fields[2]],
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sqlite::{Sqlite, SqliteStore};
+
+    async fn log_entries(store: &SqliteStore, n: usize) {
+        let mut s = store.write().await.unwrap();
+        let keys: Vec<String> = (0..n).map(|i| format!("mem_{i}")).collect();
+        log_changes(&mut s, Kind::Memories, &keys).await.unwrap();
+        s.commit().await.unwrap();
+    }
+
+    async fn query(store: &SqlStore<Sqlite>) {
+        store
+            .ranked(Kind::Memories, "anything", &[], 5)
+            .await
+            .unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_node_behind_the_pruned_point_rebuilds_once_and_then_follows_the_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(&dir.path().join("x.db")).await.unwrap();
+        log_entries(&store, 3).await;
+        query(&store).await;
+        let builds = || store.fulltext.builds.load(Ordering::Relaxed);
+        assert_eq!(builds(), 1);
+        assert_eq!(store.fulltext.applied.load(Ordering::Relaxed), 3);
+        // Pruning what this node has applied costs it nothing.
+        let p = store
+            .prune_log(0, "2999-01-01T00:00:00.000Z")
+            .await
+            .unwrap();
+        assert_eq!((p.pruned_through, p.deleted, p.kept), (3, 3, 0));
+        query(&store).await;
+        assert_eq!(builds(), 1);
+        // Entries it never applied pruned: one rebuild, at the pruned point.
+        log_entries(&store, 2).await;
+        store
+            .prune_log(0, "2999-01-01T00:00:00.000Z")
+            .await
+            .unwrap();
+        query(&store).await;
+        assert_eq!(builds(), 2);
+        assert_eq!(store.fulltext.applied.load(Ordering::Relaxed), 5);
+        // The log is empty now; later queries and entries need no rebuild.
+        query(&store).await;
+        log_entries(&store, 1).await;
+        query(&store).await;
+        assert_eq!(builds(), 2);
+        assert_eq!(store.fulltext.applied.load(Ordering::Relaxed), 6);
+    }
 }

@@ -102,6 +102,15 @@ macro_rules! embed_migrations {
                     "/0012_embeddings.sql"
                 )),
             },
+            $crate::migrate::Migration {
+                version: 13,
+                name: "fulltext_log_floor",
+                sql: include_str!(concat!(
+                    "../../migrations/",
+                    $dialect,
+                    "/0013_fulltext_log_floor.sql"
+                )),
+            },
         ]
     };
 }

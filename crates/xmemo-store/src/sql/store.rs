@@ -494,6 +494,10 @@ impl<D: Dialect> Store for SqlStore<D> {
         self.embedding_lag_in(model).await
     }
 
+    async fn prune_fulltext_log(&self, keep: u64, idle_before: &str) -> StoreResult<LogPrune> {
+        self.prune_log(keep, idle_before).await
+    }
+
     async fn table_counts(&self) -> StoreResult<BTreeMap<String, u64>> {
         let mut s = self.read().await?;
         let mut out = BTreeMap::new();
