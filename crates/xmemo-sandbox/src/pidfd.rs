@@ -87,4 +87,50 @@ mod tests {
         let status = child.wait().expect("wait");
         assert_eq!(status.signal(), Some(libc::SIGKILL));
     }
+
+    /// Has the kernel give `pid` to the next process it starts (`ns_last_pid`: root only).
+    fn next_pid_is(pid: libc::pid_t) -> std::io::Result<()> {
+        std::fs::write("/proc/sys/kernel/ns_last_pid", (pid - 1).to_string())
+    }
+
+    /// The race itself, made to happen: after the scan (and the pin) the process ends, is
+    /// reaped, and its number goes to an unrelated process, which a re-check by number
+    /// cannot tell from it. Killing by number would hit that process; the pidfd reaches
+    /// only the one that was scanned, which is gone.
+    #[test]
+    fn a_pid_reused_between_the_scan_and_the_kill_is_never_signalled() {
+        // SAFETY: geteuid has no arguments and cannot fail.
+        if unsafe { libc::geteuid() } != 0 {
+            xmemo_testkit::dependency_missing(
+                "root",
+                "making the kernel reuse a pid needs /proc/sys/kernel/ns_last_pid",
+            );
+            return;
+        }
+        let mut scanned = Command::new("sleep").arg("30").spawn().expect("sleep");
+        let pid = scanned.id() as libc::pid_t;
+        let mut reuser = None;
+        let killed = kill_if(pid, |p| {
+            scanned.kill().expect("kill");
+            scanned.wait().expect("reap");
+            // Other processes may start meanwhile and take the number first: try again.
+            for _ in 0..100 {
+                next_pid_is(p).expect("write ns_last_pid");
+                let mut c = Command::new("sleep").arg("30").spawn().expect("sleep");
+                if c.id() as libc::pid_t == p {
+                    reuser = Some(c);
+                    break;
+                }
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+            true
+        });
+        let mut reuser = reuser.expect("the kernel never gave the pid to a new process");
+        assert_eq!(killed, Killed::Gone);
+        let alive = reuser.try_wait().expect("wait").is_none();
+        let _ = reuser.kill();
+        let _ = reuser.wait();
+        assert!(alive, "the process that reused the pid was killed");
+    }
 }

@@ -233,10 +233,16 @@ fn crate_uses(src: &Path) -> Vec<FileUses> {
         .collect()
 }
 
-/// The names `lib.rs` re-exports at the crate root, by the top-level module they come from.
+/// The names the crate root (`lib.rs`, else `main.rs`) re-exports, by the top-level module
+/// they come from.
 fn root_reexports(src: &Path) -> BTreeMap<String, String> {
-    let text = std::fs::read_to_string(src.join("lib.rs")).expect("lib.rs");
-    let file = syn::parse_file(&text).expect("lib.rs parses");
+    let root = ["lib.rs", "main.rs"]
+        .iter()
+        .map(|f| src.join(f))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| panic!("no lib.rs or main.rs in {}", src.display()));
+    let text = std::fs::read_to_string(&root).expect("crate root");
+    let file = syn::parse_file(&text).expect("the crate root parses");
     let mut out = BTreeMap::new();
     for item in file.items {
         if let syn::Item::Use(u) = item {
@@ -330,26 +336,75 @@ fn no_module_of_the_server_uses_a_higher_layer() {
     );
 }
 
-/// The edges between the top-level modules of a crate (`a` uses `b`).
+/// The node of a crate's root file (`lib.rs`/`main.rs`) and the items defined there.
+const ROOT: &str = "(crate root)";
+
+/// The edges between the top-level modules of a crate (`a` uses `b`). A name re-exported at
+/// the root counts as a use of the module it comes from; an item defined in the root file is
+/// the node [`ROOT`], which uses every module (it declares them and calls or re-exports
+/// them), so a module using such an item closes a circle.
 fn module_edges(crate_name: &str) -> BTreeMap<String, BTreeSet<String>> {
-    let src = crate_dir(crate_name).join("src");
+    module_edges_in(&crate_dir(crate_name).join("src"))
+}
+
+fn module_edges_in(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let src = src.to_path_buf();
     let modules: BTreeSet<String> = source_files(&src)
         .into_iter()
         .filter_map(|(_, m)| m.first().cloned())
         .collect();
+    let reexports = root_reexports(&src);
     let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    edges.insert(ROOT.to_string(), modules.clone());
     for (_, module, uses) in crate_uses(&src) {
-        let Some(own) = module.first() else { continue };
+        let own = module.first().cloned().unwrap_or_else(|| ROOT.to_string());
         for (target, _) in uses {
-            if let Some(top) = target.first()
-                && top != own
-                && modules.contains(top)
-            {
-                edges.entry(own.clone()).or_default().insert(top.clone());
+            let Some(first) = target.first() else {
+                continue;
+            };
+            let top = if modules.contains(first) {
+                first.clone()
+            } else {
+                reexports
+                    .get(first)
+                    .cloned()
+                    .unwrap_or_else(|| ROOT.to_string())
+            };
+            if top != own {
+                edges.entry(own.clone()).or_default().insert(top);
             }
         }
     }
     edges
+}
+
+/// The crate-root rules of [`module_edges`], on a crate made for the test.
+#[test]
+fn edges_follow_root_reexports_and_count_root_items() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let src = dir.path().join("src");
+    std::fs::create_dir_all(&src).expect("src");
+    let write = |name: &str, text: &str| std::fs::write(src.join(name), text).expect("write");
+    write(
+        "lib.rs",
+        "mod a;\nmod b;\npub use b::Thing;\npub fn helper() {}\n",
+    );
+    write(
+        "a.rs",
+        "use crate::Thing;\npub fn f() { crate::helper() }\n",
+    );
+    write("b.rs", "pub struct Thing;\n");
+    let edges = module_edges_in(&src);
+    assert_eq!(
+        edges
+            .get("a")
+            .map(|e| e.iter().map(String::as_str).collect::<Vec<_>>()),
+        Some(vec![ROOT, "b"])
+    );
+    assert_eq!(
+        find_cycle(&edges),
+        Some(vec![ROOT.to_string(), "a".to_string(), ROOT.to_string()])
+    );
 }
 
 /// A circle of modules, if there is one (depth-first search).

@@ -40,8 +40,8 @@ async fn export(State(state): State<AppState>, Authed(p): Authed) -> ApiResult<R
 
 /// The receiver of export chunks as a body stream.
 fn chunk_stream(
-    mut rx: tokio::sync::mpsc::Receiver<std::io::Result<axum::body::Bytes>>,
-) -> impl futures::Stream<Item = std::io::Result<axum::body::Bytes>> {
+    mut rx: tokio::sync::mpsc::Receiver<std::io::Result<Vec<u8>>>,
+) -> impl futures::Stream<Item = std::io::Result<Vec<u8>>> {
     futures::stream::poll_fn(move |cx| rx.poll_recv(cx))
 }
 

@@ -10,7 +10,6 @@ use super::Service;
 use super::access::Access;
 use crate::auth::Principal;
 use crate::error::{ServiceError, ServiceResult};
-use axum::body::Bytes;
 use serde_json::{Value, json};
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -55,7 +54,7 @@ type Zip = zip::ZipWriter<zip::write::StreamWriter<Sink>>;
 struct Export {
     zip: Zip,
     sink: Sink,
-    tx: mpsc::Sender<std::io::Result<Bytes>>,
+    tx: mpsc::Sender<std::io::Result<Vec<u8>>>,
 }
 
 impl Export {
@@ -89,7 +88,7 @@ impl Export {
             return Ok(());
         }
         self.tx
-            .send(Ok(Bytes::from(chunk)))
+            .send(Ok(chunk))
             .await
             .map_err(|_| ServiceError::Internal("the export download was abandoned".into()))
     }
@@ -114,7 +113,7 @@ impl Service {
     pub async fn export_account(
         &self,
         principal: &Principal,
-    ) -> ServiceResult<mpsc::Receiver<std::io::Result<Bytes>>> {
+    ) -> ServiceResult<mpsc::Receiver<std::io::Result<Vec<u8>>>> {
         principal.require(Scope::Read)?;
         let access = self.access(principal).await?;
         let (tx, rx) = mpsc::channel(8);
