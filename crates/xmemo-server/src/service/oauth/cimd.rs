@@ -306,6 +306,54 @@ mod tests {
         serde_json::to_vec(&base).unwrap()
     }
 
+    /// Issue #23 (7): fetches past the cap are refused at once, not queued, so signed-out
+    /// requests cannot pile up outbound connections.
+    #[tokio::test]
+    async fn fetches_past_the_cap_are_refused_at_once() {
+        // A host that accepts every connection and never answers: each fetch holds its slot.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((socket, _)) = listener.accept().await {
+                held.push(socket);
+            }
+        });
+        let config = FetchConfig {
+            allow_http: true,
+            allow_private_cidrs: vec!["127.0.0.0/8".into()],
+            ..Default::default()
+        };
+        let cache = std::sync::Arc::new(DocumentCache::default());
+        let mut slow = Vec::new();
+        for i in 0..MAX_CONCURRENT_FETCHES {
+            let (cache, config) = (cache.clone(), config.clone());
+            let id = format!("{base}/client-{i}.json");
+            slow.push(tokio::spawn(async move { cache.fetch(&id, &config).await }));
+        }
+        for _ in 0..1_000 {
+            if cache.fetches.available_permits() == 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert_eq!(cache.fetches.available_permits(), 0, "every slot taken");
+        let started = Instant::now();
+        let refused = cache
+            .fetch(&format!("{base}/one-more.json"), &config)
+            .await
+            .unwrap_err();
+        assert_eq!(refused.kind, OAuthErrorKind::TemporarilyUnavailable);
+        assert!(
+            started.elapsed() < FETCH_TIMEOUT,
+            "refused at once, not after waiting for a slot"
+        );
+        assert!(cache.cached(&format!("{base}/one-more.json")).is_none());
+        for s in slow {
+            s.abort();
+        }
+    }
+
     #[test]
     fn documents_must_name_themselves_and_stay_public() {
         let client = parse_document(ID, &doc(serde_json::json!({}))).unwrap();
