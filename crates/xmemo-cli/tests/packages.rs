@@ -385,6 +385,18 @@ fn the_clawhub_corpus_imports_in_one_command_and_a_second_run_writes_nothing() {
         cwd: tmp.path().to_path_buf(),
     };
     let corpus_arg = corpus.display().to_string();
+    // What the server has stored for the account, read from the database by the operator's
+    // command (not from the import's own report).
+    let stored = || -> Value {
+        let out = command(tmp.path())
+            .args(["admin", "--data-dir", data.to_str().expect("utf-8")])
+            .args(["--json", "account", "usage", "admin"])
+            .stdin(Stdio::null())
+            .output()
+            .expect("xmemo admin account usage");
+        assert!(out.status.success(), "{out:?}");
+        serde_json::from_slice::<Value>(&out.stdout).expect("JSON")["usage"].clone()
+    };
 
     let run = client.run(&["import", &corpus_arg, "--json"]);
     assert_eq!(
@@ -396,6 +408,7 @@ fn the_clawhub_corpus_imports_in_one_command_and_a_second_run_writes_nothing() {
     assert!(run.stderr.contains("refused"), "{}", run.stderr);
     let value: Value = serde_json::from_str(&run.stdout).expect("one JSON document");
     assert_eq!(value["kind"], "imported_batch");
+    let after_first = stored();
     let data = &value["data"];
     let results = data["results"].as_array().unwrap();
     // Every outermost folder holding a SKILL.md (any case) is one result, in folder order.
@@ -453,6 +466,8 @@ fn the_clawhub_corpus_imports_in_one_command_and_a_second_run_writes_nothing() {
     assert_eq!(summary["refused_by_reason"], serde_json::json!(by_reason));
     assert_eq!(summary["repairs_by_kind"], serde_json::json!(by_kind));
     assert_eq!(count("unchanged"), 0, "a fresh server");
+    // One skill stored per created result; a duplicate is reported, not written.
+    assert_eq!(after_first["skills"], count("created"), "{after_first}");
     let accepted = count("created") + count("duplicate");
     assert!(
         accepted * 100 >= results.len() * 99,
@@ -496,6 +511,7 @@ fn the_clawhub_corpus_imports_in_one_command_and_a_second_run_writes_nothing() {
             .unwrap_or_else(|| panic!("no `{label}` line in:\n{}", again.stdout))
     };
     assert_eq!(number("imported"), 0, "the second run wrote");
+    assert_eq!(stored(), after_first, "the second run stored something");
     assert_eq!(number("unchanged"), count("created"));
     assert_eq!(number("duplicates"), count("duplicate"));
     assert_eq!(number("refused"), count("refused"));
@@ -503,6 +519,94 @@ fn the_clawhub_corpus_imports_in_one_command_and_a_second_run_writes_nothing() {
         again.stdout.contains("refused by reason"),
         "{}",
         again.stdout
+    );
+}
+
+#[test]
+fn a_folder_import_prints_its_repairs_and_writes_duplicates_only_if_asked() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let data = tmp.path().join("data");
+    let server = Server::start(&data);
+    let key = std::fs::read_to_string(data.join("admin.key")).expect("admin.key");
+    let client = Client {
+        url: server.url.clone(),
+        key: key.trim().to_string(),
+        cwd: tmp.path().to_path_buf(),
+    };
+    let dir = tmp.path().join("skills");
+    // No frontmatter at all: name from the heading, description from the first paragraph.
+    write(
+        &dir.join("alpha/SKILL.md"),
+        b"# Alpha helper\n\nTidies the alpha reports before the weekly review.\n\n1. Open them.\n",
+    );
+    let same = b"---\nname: beta-steps\ndescription: Beta steps for the release\n---\n\nDo beta.\n";
+    write(&dir.join("beta/SKILL.md"), same);
+    write(&dir.join("gamma/SKILL.md"), same);
+    let dir_arg = dir.display().to_string();
+
+    let text = client.run(&["import", &dir_arg]);
+    assert_eq!(text.code, Some(0), "{text:#?}");
+    assert!(
+        text.stdout.contains("warning name:") && text.stdout.contains("warning description:"),
+        "the repairs are printed:\n{}",
+        text.stdout
+    );
+    assert!(
+        text.stdout
+            .contains("duplicate  gamma → same content as `beta`, not written"),
+        "{}",
+        text.stdout
+    );
+    let listed = |slug: &str| {
+        client
+            .run(&["recall", slug, "--json"])
+            .code
+            .is_some_and(|c| c == 0)
+    };
+    assert!(listed("alpha") && listed("beta"));
+    assert!(
+        !listed("gamma"),
+        "a duplicate was written without being asked"
+    );
+
+    let asked = client.json(&["import", &dir_arg, "--allow-duplicates"]);
+    let outcome = |path: &str| {
+        asked["data"]["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["path"] == path)
+            .map(|r| r["outcome"].clone())
+            .unwrap_or_else(|| panic!("no {path} in {asked}"))
+    };
+    assert_eq!(outcome("alpha"), "unchanged");
+    assert_eq!(outcome("beta"), "unchanged");
+    assert_eq!(outcome("gamma"), "created");
+    assert!(listed("gamma"));
+}
+
+#[test]
+fn a_folder_over_the_cap_is_refused_before_anything_is_sent() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("many");
+    for i in 0..=xmemo_core::package::batch::MAX_SKILLS_PER_DIRECTORY {
+        write(
+            &dir.join(format!("s{i}/SKILL.md")),
+            format!("---\nname: s{i}\ndescription: Skill {i}\n---\n\nStep.\n").as_bytes(),
+        );
+    }
+    // Nothing listens there: a request sent would fail with a connection error instead.
+    let client = Client {
+        url: "http://127.0.0.1:9".into(),
+        key: "xmk_unused".into(),
+        cwd: tmp.path().to_path_buf(),
+    };
+    let run = client.run(&["import", &dir.display().to_string()]);
+    assert_eq!(run.code, Some(1), "{run:#?}");
+    assert!(
+        run.stderr.contains("10001 skill folders") && run.stderr.contains("at most 10000"),
+        "{}",
+        run.stderr
     );
 }
 

@@ -50,6 +50,7 @@ fn ninety_nine_percent_of_the_clawhub_corpus_imports_and_refusals_are_hard_limit
             repaired += 1;
         }
         let mut kinds: Vec<String> = package.repairs.iter().map(|r| r.kind.to_string()).collect();
+        kinds.sort();
         kinds.dedup();
         for k in kinds {
             *by_kind.entry(k).or_default() += 1;

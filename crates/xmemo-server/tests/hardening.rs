@@ -74,6 +74,61 @@ fn proxied() -> ServeOptions {
 
 // ---- 1. Unauthenticated memory exhaustion through sign-in -------------------------------
 
+/// 40 failed sign-ins sent at once (handles that need not exist; the failure budgets out of
+/// the way): only the password-hashing slots and their bounded queue take them — at most 4
+/// slots with 4 waiting each, on any machine — and the rest are refused at once (503,
+/// before any hashing). Before the fix every one of them was hashed at once, each with its
+/// own 19 MiB.
+#[tokio::test]
+async fn sign_ins_past_the_hashing_queue_are_refused_at_once() {
+    let s =
+        TestServer::start_configured(|svc| svc.with_auth_throttle(LimiterConfig::disabled())).await;
+    const N: usize = 40;
+    // Every form first, so the posts can leave together.
+    let mut ready = Vec::with_capacity(N);
+    for i in 0..N {
+        let mut b = Browser::new(&s.url);
+        let form = b.get("/login?next=%2Flogin").await;
+        let csrf = form.field("csrf").expect("the sign-in form has its token");
+        ready.push((b, csrf, format!("nobody-{i}")));
+    }
+    let start = Arc::new(tokio::sync::Barrier::new(N));
+    let tasks: Vec<_> = ready
+        .into_iter()
+        .map(|(mut b, csrf, handle)| {
+            let start = start.clone();
+            tokio::spawn(async move {
+                start.wait().await;
+                b.post_form(
+                    "/login",
+                    &[
+                        ("handle", handle.as_str()),
+                        ("password", "wrong password"),
+                        ("next", "/login"),
+                        ("csrf", csrf.as_str()),
+                    ],
+                )
+                .await
+                .status
+                .as_u16()
+            })
+        })
+        .collect();
+    let mut statuses = Vec::with_capacity(N);
+    for t in tasks {
+        statuses.push(t.await.expect("task"));
+    }
+    assert_eq!(
+        count(&statuses, 401) + count(&statuses, 503),
+        N,
+        "{statuses:?}"
+    );
+    assert!(
+        count(&statuses, 401) <= 20,
+        "more password checks than the slots and their queue can hold: {statuses:?}"
+    );
+}
+
 // ---- 2. Budgets checked before and recorded after --------------------------------------
 
 /// 16 concurrent wrong passwords for one account against a budget of one: one is checked,
