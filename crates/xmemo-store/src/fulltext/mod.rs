@@ -43,7 +43,11 @@ pub const COMPLETE_CAP: usize = 1024;
 pub const VERY_COMMON_ROWS: usize = 5_000;
 /// Query terms considered.
 const MAX_QUERY_WORDS: usize = 16;
-/// Queries of at most this many terms rank the rows holding every term first.
+/// Level 0 searches of at most this many terms rank the skills holding every term first.
+pub const EVERY_TERM_MAX_SKILLS: usize = 16;
+/// Memory recalls of at most this many terms rank the rows holding every term first: an
+/// agent's recall is often a question, whose many terms no one memory holds (decided on the
+/// conversation benchmark, docs/decisions.md).
 pub const EVERY_TERM_MAX: usize = 3;
 /// A language whose rows are at least this share of the index is one a query is stemmed in
 /// (besides its own, when it can be told).
@@ -57,18 +61,22 @@ pub struct Schema {
     /// Postings whose weighted count reaches this are "strong" (the word is in a heavy field):
     /// always read, even for very common words.
     pub strong_at: f32,
+    /// Queries of at most this many terms rank the rows holding every term first.
+    pub every_term_max: usize,
 }
 
 /// Skills' Level 0 rows: slug (its words), name, description — the weights FTS5 ranks with.
 pub const SKILLS: Schema = Schema {
     weights: &[10.0, 5.0, 1.0],
     strong_at: 5.0,
+    every_term_max: EVERY_TERM_MAX_SKILLS,
 };
 
 /// Memories: title, content, tags.
 pub const MEMORIES: Schema = Schema {
     weights: &[5.0, 1.0, 5.0],
     strong_at: 5.0,
+    every_term_max: EVERY_TERM_MAX,
 };
 
 #[derive(Debug, Clone, Copy)]
@@ -434,7 +442,7 @@ impl Index {
             weighing
         };
         // A question's many terms: BM25 alone decides (no row is asked to hold them all).
-        let tiered = full_mask.count_ones() as usize <= EVERY_TERM_MAX;
+        let tiered = full_mask.count_ones() as usize <= self.schema.every_term_max;
 
         // Which lists are read whole: the rarest words' lists while the budget lasts, and the
         // strong lists of the others; the rest (`pending`) are probed per candidate.
@@ -567,6 +575,15 @@ mod tests {
         index
     }
 
+    /// An index of memories: (key, workspace, title, content, tags).
+    fn memories(rows: &[(&str, &str, &str, &str, &str)]) -> Index {
+        let mut index = Index::new(&MEMORIES);
+        for (key, ws, title, content, tags) in rows {
+            index.upsert(key, ws, &[title, content, tags]);
+        }
+        index
+    }
+
     fn keys(hits: &[Hit]) -> Vec<&str> {
         hits.iter().map(|h| h.key.as_str()).collect()
     }
@@ -644,27 +661,27 @@ mod tests {
     }
 
     #[test]
-    fn a_question_is_ranked_by_bm25_alone() {
-        // Four terms: no row is asked to hold them all, so the row naming the rare ones
+    fn a_question_to_the_memories_is_ranked_by_bm25_alone() {
+        // Four terms: no memory is asked to hold them all, so the one naming the rare ones
         // outranks the one that merely holds every word.
-        let index = skills(&[
+        let index = memories(&[
             (
                 "answer",
                 "w",
-                "notes",
-                "Notes",
+                "",
                 "caroline joined the lgbtq support group",
+                "",
             ),
             (
                 "every",
                 "w",
-                "misc",
-                "Misc",
+                "",
                 "caroline went to a group meeting, support was weak",
+                "",
             ),
-            ("f1", "w", "x", "X", "group"),
-            ("f2", "w", "y", "Y", "support"),
-            ("f3", "w", "z", "Z", "went"),
+            ("f1", "w", "", "group", ""),
+            ("f2", "w", "", "support", ""),
+            ("f3", "w", "", "went", ""),
         ]);
         let hits = index.search(
             "When did Caroline go to the LGBTQ support group?",
@@ -673,6 +690,29 @@ mod tests {
         );
         assert!(hits.iter().all(|h| !h.all_words), "{hits:?}");
         assert_eq!(hits[0].key, "answer", "{hits:?}");
+    }
+
+    #[test]
+    fn a_long_level_0_query_still_puts_the_skills_holding_every_word_first() {
+        // The first words of a skill's description, typed to find it: the skill holding them
+        // all comes before one naming a rare word of them in its slug.
+        let index = skills(&[
+            (
+                "wanted",
+                "w",
+                "notes-sync",
+                "Notes sync",
+                "sync obsidian notes to a remote vault nightly",
+            ),
+            ("loud", "w", "obsidian", "Obsidian", "open the app"),
+            ("f1", "w", "x", "X", "sync"),
+            ("f2", "w", "y", "Y", "remote"),
+            ("f3", "w", "z", "Z", "vault"),
+        ]);
+        let hits = index.search("Sync Obsidian notes to a remote vault", &["w"], 10);
+        assert_eq!(hits[0].key, "wanted", "{hits:?}");
+        assert!(hits[0].all_words, "{hits:?}");
+        assert!(!hits[1].all_words, "{hits:?}");
     }
 
     #[test]
