@@ -22,6 +22,19 @@ impl Server {
         let dir = data_dir.to_str().expect("utf-8 temp path");
         xmemo_testkit::ServerProcess::start(BIN, &["--data-dir", dir], &[])
     }
+
+    /// A server on `<tmp>/data` and a client of it with the admin key, working in `tmp`.
+    fn with_client(tmp: &Path) -> (xmemo_testkit::ServerProcess, Client) {
+        let data = tmp.join("data");
+        let server = Self::start(&data);
+        let key = std::fs::read_to_string(data.join("admin.key")).expect("admin.key");
+        let client = Client {
+            url: server.url.clone(),
+            key: key.trim().to_string(),
+            cwd: tmp.to_path_buf(),
+        };
+        (server, client)
+    }
 }
 
 #[derive(Debug)]
@@ -80,14 +93,7 @@ const SKILL_MD_V2: &str = "---\nname: release-notes\ndescription: Write release 
 #[test]
 fn import_directory_export_and_diff() {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let data = tmp.path().join("data");
-    let server = Server::start(&data);
-    let key = std::fs::read_to_string(data.join("admin.key")).expect("admin.key");
-    let client = Client {
-        url: server.url.clone(),
-        key: key.trim().to_string(),
-        cwd: tmp.path().to_path_buf(),
-    };
+    let (_server, client) = Server::with_client(tmp.path());
 
     // A skill directory (with junk the server ignores anyway).
     let dir = tmp.path().join("release-notes");
@@ -274,14 +280,7 @@ const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\xff\xfe
 #[test]
 fn import_and_save_dir_give_the_same_revision() {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let data = tmp.path().join("data");
-    let server = Server::start(&data);
-    let key = std::fs::read_to_string(data.join("admin.key")).expect("admin.key");
-    let client = Client {
-        url: server.url.clone(),
-        key: key.trim().to_string(),
-        cwd: tmp.path().to_path_buf(),
-    };
+    let (_server, client) = Server::with_client(tmp.path());
     let dir = tmp.path().join("skill-folder");
     write(&dir.join("SKILL.md"), LISTS_SKILL_MD.as_bytes());
     write(&dir.join("Scripts/x.py"), b"print('ok')\n");
@@ -377,13 +376,7 @@ fn the_clawhub_corpus_imports_in_one_command_and_a_second_run_writes_nothing() {
     );
     let tmp = tempfile::tempdir().expect("tempdir");
     let data = tmp.path().join("data");
-    let server = Server::start(&data);
-    let key = std::fs::read_to_string(data.join("admin.key")).expect("admin.key");
-    let client = Client {
-        url: server.url.clone(),
-        key: key.trim().to_string(),
-        cwd: tmp.path().to_path_buf(),
-    };
+    let (_server, client) = Server::with_client(tmp.path());
     let corpus_arg = corpus.display().to_string();
     // What the server has stored for the account, read from the database by the operator's
     // command (not from the import's own report).
@@ -525,14 +518,7 @@ fn the_clawhub_corpus_imports_in_one_command_and_a_second_run_writes_nothing() {
 #[test]
 fn a_folder_import_prints_its_repairs_and_writes_duplicates_only_if_asked() {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let data = tmp.path().join("data");
-    let server = Server::start(&data);
-    let key = std::fs::read_to_string(data.join("admin.key")).expect("admin.key");
-    let client = Client {
-        url: server.url.clone(),
-        key: key.trim().to_string(),
-        cwd: tmp.path().to_path_buf(),
-    };
+    let (_server, client) = Server::with_client(tmp.path());
     let dir = tmp.path().join("skills");
     // No frontmatter at all: name from the heading, description from the first paragraph.
     write(
