@@ -109,6 +109,42 @@ sys.exit(1)
 PY
 }
 
+# read_secret FILE PID LOG: a secret the server at PID wrote at its first start (whitespace
+# dropped). A server writes its admin key and password before it listens, so both are there
+# once it answers; should one still be missing or empty (a server that is not ours answered,
+# or it failed after starting), the run stops here with what the server said instead of
+# every check failing later on an empty value.
+read_secret() {
+  local file="$1" pid="$2" server_log="$3" value=""
+  for _ in $(seq 1 50); do
+    if [ -s "$file" ]; then
+      value="$(tr -d '[:space:]' <"$file")"
+      [ -n "$value" ] && { printf '%s' "$value"; return 0; }
+    fi
+    sleep 0.2
+  done
+  {
+    log "nothing in $file 10 s after the server answered; server pid $pid is $(kill -0 "$pid" 2>/dev/null && echo running || echo gone); its data dir and log:"
+    ls -la "$(dirname "$file")"
+    tail -n 20 "$server_log"
+  } >&2
+  return 1
+}
+
+# owns_key URL KEY: the server answering at URL is the one that wrote KEY (GET /api/v1/me).
+owns_key() {
+  "$PYTHON" - "$1" "$2" <<'PY'
+import sys, urllib.request
+req = urllib.request.Request(sys.argv[1] + "/api/v1/me", headers={"Authorization": "Bearer " + sys.argv[2]})
+try:
+    with urllib.request.urlopen(req, timeout=10) as r:
+        sys.exit(0 if r.status == 200 else 1)
+except Exception as e:
+    print(f"interop: {sys.argv[1]} refused its own admin key: {e}", file=sys.stderr)
+    sys.exit(1)
+PY
+}
+
 # ---- setup ---------------------------------------------------------------------------------
 mkdir -p "$CACHE"
 
@@ -173,7 +209,9 @@ mkdir -p "$WORK/run"
 ) >"$WORK/server.log" 2>&1 &
 SERVER_PID=$!
 wait_http "$URL/healthz" 30 || { cat "$WORK/server.log" >&2; setup_failed "server did not start"; }
-KEY="$(tr -d '[:space:]' <"$WORK/data/admin.key")"
+KEY="$(read_secret "$WORK/data/admin.key" "$SERVER_PID" "$WORK/server.log")" ||
+  setup_failed "the server wrote no admin key"
+owns_key "$URL" "$KEY" || { cat "$WORK/server.log" >&2; setup_failed "the server at $URL is not the one just started"; }
 
 # A second server for the OAuth checks, whose fetcher (test-only settings, never defaults)
 # reaches `localhost` and trusts a throwaway CA, so a Client ID Metadata Document can be
@@ -190,8 +228,11 @@ OURL="http://127.0.0.1:$OPORT"
 ) >"$WORK/oauth-server.log" 2>&1 &
 OAUTH_PID=$!
 wait_http "$OURL/healthz" 30 || { cat "$WORK/oauth-server.log" >&2; setup_failed "OAuth server did not start"; }
-OKEY="$(tr -d '[:space:]' <"$WORK/odata/admin.key")"
-OPASSWORD="$(tr -d '[:space:]' <"$WORK/odata/admin.password")"
+OKEY="$(read_secret "$WORK/odata/admin.key" "$OAUTH_PID" "$WORK/oauth-server.log")" ||
+  setup_failed "the OAuth server wrote no admin key"
+OPASSWORD="$(read_secret "$WORK/odata/admin.password" "$OAUTH_PID" "$WORK/oauth-server.log")" ||
+  setup_failed "the OAuth server wrote no admin password"
+owns_key "$OURL" "$OKEY" || { cat "$WORK/oauth-server.log" >&2; setup_failed "the server at $OURL is not the one just started"; }
 export XDG_CONFIG_HOME="$WORK/xdg" # the bridge keeps its generated instance id here
 
 # ---- clients -------------------------------------------------------------------------------
@@ -199,12 +240,12 @@ for transport in http stdio; do
   for mode in auto legacy; do
     run_check "python-sdk $PY_SDK, $mode mode, $transport" timeout 120 \
       "$VENV/bin/python" "$HERE/python/client.py" --transport "$transport" --mode "$mode" \
-      --url "$URL" --key "$KEY" --xmemo "$BIN"
+      --url "$URL" --key="$KEY" --xmemo "$BIN"
   done
 done
 for flow in desktop headless; do
   run_check "python-sdk $PY_SDK, memory flow: $flow" timeout 120 \
-    "$VENV/bin/python" "$HERE/python/memory_flows.py" --flow "$flow" --url "$URL" --key "$KEY" --xmemo "$BIN"
+    "$VENV/bin/python" "$HERE/python/memory_flows.py" --flow "$flow" --url "$URL" --key="$KEY" --xmemo "$BIN"
 done
 for transport in http stdio; do
   run_check "typescript-sdk $TS_SDK, $transport" timeout 120 \
@@ -229,12 +270,18 @@ bridge_unreachable() {
   grep -q 'cannot reach the xmemo server' <<<"$out"
 }
 # ---- OAuth: the Python SDK's OAuthClientProvider, a person in Chromium -----------------------
+# Secrets are passed as `--password=VALUE`: a generated password is URL-safe base64 and starts
+# with `-` once in 64 starts, which argparse takes for an option in `--password VALUE` (the
+# three OAuth checks then failed with "expected one argument"; seen in a clean-clone CI run).
+run_check "a password starting with '-' reaches the OAuth scripts whole" \
+  "$VENV/bin/python" "$HERE/python/approve.py" --password=-starts-with-a-dash \
+  --authorize "$OURL/oauth/authorize" --callback "http://127.0.0.1:1/callback" </dev/null
 run_check "python-sdk $PY_SDK, OAuth with dynamic registration (Chromium signs in and approves)" \
   timeout 180 "$VENV/bin/python" "$HERE/python/oauth_flow.py" --registration dcr \
-  --url "$OURL" --key "$OKEY" --password "$OPASSWORD"
+  --url "$OURL" --key="$OKEY" --password="$OPASSWORD"
 run_check "python-sdk $PY_SDK, OAuth with a Client ID Metadata Document over https (Chromium)" \
   timeout 180 "$VENV/bin/python" "$HERE/python/oauth_flow.py" --registration cimd \
-  --url "$OURL" --key "$OKEY" --password "$OPASSWORD" --tls-dir "$WORK/tls" --cimd-port "$(free_port)"
+  --url "$OURL" --key="$OKEY" --password="$OPASSWORD" --tls-dir "$WORK/tls" --cimd-port "$(free_port)"
 
 run_check "stdio bridge: missing XMEMO_KEY is refused clearly" bridge_missing_key
 run_check "stdio bridge: rejected XMEMO_KEY is refused clearly" bridge_rejected_key
@@ -270,7 +317,7 @@ PY
 )" || return 1
   "$NODE22" "$CONFORMANCE" authorization --url "$OURL" --client-id "$client" --resource "$OURL/mcp" \
     --port "$cport" -o "$WORK/conformance-authorization" |
-    "$VENV/bin/python" "$HERE/python/approve.py" --password "$OPASSWORD" \
+    "$VENV/bin/python" "$HERE/python/approve.py" --password="$OPASSWORD" \
       --authorize "$OURL/oauth/authorize" --callback "http://127.0.0.1:$cport/callback"
   # Both verdicts: the suite's (its scenarios) and the browser's.
   local status=("${PIPESTATUS[@]}")
