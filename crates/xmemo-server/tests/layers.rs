@@ -348,27 +348,24 @@ fn module_edges(crate_name: &str) -> BTreeMap<String, BTreeSet<String>> {
 }
 
 fn module_edges_in(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
-    let src = src.to_path_buf();
-    let modules: BTreeSet<String> = source_files(&src)
+    let modules: BTreeSet<String> = source_files(src)
         .into_iter()
         .filter_map(|(_, m)| m.first().cloned())
         .collect();
-    let reexports = root_reexports(&src);
+    let reexports = root_reexports(src);
     let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     edges.insert(ROOT.to_string(), modules.clone());
-    for (_, module, uses) in crate_uses(&src) {
+    for (_, module, uses) in crate_uses(src) {
         let own = module.first().cloned().unwrap_or_else(|| ROOT.to_string());
         for (target, _) in uses {
-            let Some(first) = target.first() else {
+            let Some(top) = top_module(&target, &reexports).map(|m| {
+                if modules.contains(&m) {
+                    m
+                } else {
+                    ROOT.to_string()
+                }
+            }) else {
                 continue;
-            };
-            let top = if modules.contains(first) {
-                first.clone()
-            } else {
-                reexports
-                    .get(first)
-                    .cloned()
-                    .unwrap_or_else(|| ROOT.to_string())
             };
             if top != own {
                 edges.entry(own.clone()).or_default().insert(top);

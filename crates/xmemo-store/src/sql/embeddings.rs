@@ -3,7 +3,7 @@
 //! of the rows older than the lane. One worker at a time holds a model's lease, so on several
 //! nodes sharing a database one node embeds each change.
 
-use super::fulltext::Kind;
+use super::fulltext::{FLOOR_SEQ, Kind, NEWEST_SEQ};
 use super::vectors::vector_code;
 use super::{Dialect, Record, Session, SqlStore, Stmt, in_list};
 use crate::StoreResult;
@@ -85,7 +85,7 @@ impl<D: Dialect> SqlStore<D> {
             None => {
                 // A new model: every row older than now is backfilled, then the log follows.
                 let newest = s
-                    .one(Stmt::new(super::fulltext::NEWEST), "log")
+                    .one(super::fulltext::newest_seq(), "log")
                     .await?
                     .int("n")?;
                 s.execute(
@@ -182,21 +182,21 @@ impl<D: Dialect> SqlStore<D> {
         };
         let limit = limit.max(1);
         let mut s = self.read().await?;
+        // Up to the newest number as it is now: a later entry waits for the next round
+        // (numbers are handed out in commit order).
         let bounds = s
             .one(
-                Stmt::new(
-                    "SELECT (SELECT pruned_through FROM fulltext_log_floor WHERE id = 1) AS floor,
-                            COALESCE((SELECT MAX(seq) FROM fulltext_log),
-                                     (SELECT pruned_through FROM fulltext_log_floor WHERE id = 1)) AS newest",
-                ),
+                Stmt::new(format!(
+                    "SELECT {FLOOR_SEQ} AS floor, {NEWEST_SEQ} AS newest"
+                )),
                 "log bounds",
             )
             .await?;
+        let newest = bounds.int("newest")?;
         if bounds.int("floor")? > progress.done_seq {
             // The log was pruned past this model's position while its worker was away (a
             // live model's position holds the prune back): what changed meanwhile is known
             // only by reading every row again. Unchanged texts keep their vectors.
-            let newest = bounds.int("newest")?;
             tracing::info!(
                 model,
                 done_seq = progress.done_seq,
@@ -249,12 +249,6 @@ impl<D: Dialect> SqlStore<D> {
                 }
             }
             None => {
-                // Up to the newest number as it is now: a later entry waits for the next
-                // round (numbers are handed out in commit order).
-                let newest = s
-                    .one(Stmt::new(super::fulltext::NEWEST), "log")
-                    .await?
-                    .int("n")?;
                 let entries = s
                     .all(
                         Stmt::new(format!(

@@ -42,10 +42,18 @@ const BUILD_PAGE: i64 = 5_000;
 /// reader's position were pruned (its `seq` is the highest number deleted).
 const PRUNED: i64 = -1;
 
-/// The newest log number handed out (as a column `n`): the last entry's, or, when a prune
-/// left the log empty, the highest number pruned.
-pub(crate) const NEWEST: &str = "SELECT COALESCE((SELECT MAX(seq) FROM fulltext_log),
-     (SELECT pruned_through FROM fulltext_log_floor WHERE id = 1), 0) AS n";
+/// The highest log number pruned (0: none), as an SQL expression.
+pub(crate) const FLOOR_SEQ: &str = "(SELECT pruned_through FROM fulltext_log_floor WHERE id = 1)";
+/// The newest log number handed out, as an SQL expression: the last entry's, or, when a
+/// prune left the log empty, the highest number pruned (never 0 then, or a node would take
+/// every later query for one past a prune and rebuild).
+pub(crate) const NEWEST_SEQ: &str = "COALESCE((SELECT MAX(seq) FROM fulltext_log),
+     (SELECT pruned_through FROM fulltext_log_floor WHERE id = 1), 0)";
+
+/// [`NEWEST_SEQ`] as a statement (column `n`).
+pub(crate) fn newest_seq() -> Stmt<'static> {
+    Stmt::new(format!("SELECT {NEWEST_SEQ} AS n"))
+}
 
 /// Log numbers one prune transaction covers at most.
 const PRUNE_CHUNK: i64 = 20_000;
@@ -254,7 +262,7 @@ impl<D: Dialect> SqlStore<D> {
     async fn build_fulltext(&self) -> StoreResult<()> {
         let started = std::time::Instant::now();
         let mut s = self.read().await?;
-        let newest = s.one(Stmt::new(NEWEST), "log").await?.int("n")?;
+        let newest = s.one(newest_seq(), "log").await?.int("n")?;
         let mut built = Indexes {
             skills: Index::new(&SKILLS),
             memories: Index::new(&MEMORIES),
@@ -289,6 +297,7 @@ impl<D: Dialect> SqlStore<D> {
         built.skills.shrink_to_fit();
         built.memories.shrink_to_fit();
         tracing::debug!(
+            builds = self.fulltext.builds.load(Ordering::Relaxed) + 1,
             skills = built.skills.len(),
             memories = built.memories.len(),
             ms = started.elapsed().as_millis() as u64,
@@ -316,7 +325,8 @@ impl<D: Dialect> SqlStore<D> {
             entries = log_after(&mut s, applied).await?;
         }
         while let Some(&(newest, _, _)) = entries.last() {
-            if entries.iter().any(|(_, code, _)| *code == PRUNED) {
+            // The pruned point sorts before every entry left (see `log_after`).
+            if entries.first().is_some_and(|(_, code, _)| *code == PRUNED) {
                 // What this node missed is gone from the log: read every row again.
                 drop(s);
                 *self.fulltext.vectors_write() = None;
@@ -393,12 +403,11 @@ impl<D: Dialect> SqlStore<D> {
             s.lock(D::LOCK_AUDIT_CHAIN).await?;
             let row = s
                 .one(
-                    Stmt::new(
-                        "SELECT (SELECT COALESCE(MAX(seq), 0) FROM fulltext_log) AS newest,
-                                (SELECT pruned_through FROM fulltext_log_floor WHERE id = 1) AS floor,
+                    Stmt::new(format!(
+                        "SELECT {NEWEST_SEQ} AS newest, {FLOOR_SEQ} AS floor,
                                 COALESCE((SELECT MIN(done_seq) FROM embedding_progress
-                                          WHERE lease_until > $1), -1) AS pin",
-                    )
+                                          WHERE lease_until > $1), -1) AS pin"
+                    ))
                     .bind(idle_before),
                     "log bounds",
                 )
