@@ -20,13 +20,16 @@
 pub mod auth;
 mod conformance;
 mod direct;
+#[doc(hidden)]
+pub mod envelope;
 mod errors;
 mod memory_tools;
 mod precheck;
 pub mod profiles;
 mod prompts;
 pub mod skills_ext;
-mod strict_json;
+#[doc(hidden)]
+pub mod strict_json;
 pub mod tools;
 mod wire;
 
@@ -487,14 +490,10 @@ impl McpRuntime {
         // Saves made over MCP are attributed to the profile actually served.
         principal.client_profile = Some(profile.name.clone());
         // Refused from Content-Length before reading, so no `100 Continue` is sent.
-        let announced_too_large = crate::http::body::declared_length(&parts.headers)
-            .is_some_and(|n| n > BODY_LIMIT_BYTES as u64);
-        let read = if announced_too_large {
-            Err(())
-        } else {
-            axum::body::to_bytes(body, BODY_LIMIT_BYTES)
-                .await
-                .map_err(drop)
+        let declared = crate::http::body::declared_length(&parts.headers);
+        let read = match declared {
+            Some(n) if n > BODY_LIMIT_BYTES as u64 => Err(()),
+            _ => read_body(body, declared).await,
         };
         let bytes = match read {
             Ok(b) => b,
@@ -512,14 +511,14 @@ impl McpRuntime {
                 );
             }
         };
-        let checked = match precheck::precheck(&parts.headers, &bytes) {
+        let checked = match prechecked(&parts.headers, &bytes).await {
             Ok(checked) => checked,
             Err(response) => return response,
         };
         // An OAuth token is checked for the scope of the call (403 insufficient_scope, which
         // a host can step up from); API keys keep their PERMISSION_DENIED tool results.
         if principal.via_oauth
-            && let Some(needed) = needed_scope(&checked.value)
+            && let Some(needed) = needed_scope(&checked.envelope)
             && !principal.scopes.contains(&needed)
         {
             return auth::insufficient_scope(needed, &state.info);
@@ -552,19 +551,65 @@ impl McpRuntime {
     }
 }
 
+/// The body, at most [`BODY_LIMIT_BYTES`], in one buffer sized from `Content-Length` when
+/// the request gives it: each frame is copied in and dropped as it arrives, so the body is
+/// held once (collecting the frames first and then joining them held it twice). `Err` when
+/// it is larger than the limit or could not be read.
+async fn read_body(mut body: Body, declared: Option<u64>) -> Result<axum::body::Bytes, ()> {
+    use http_body::Body as _;
+    let expected = declared.map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX));
+    let mut bytes = Vec::with_capacity(expected.min(BODY_LIMIT_BYTES));
+    while let Some(frame) =
+        std::future::poll_fn(|cx| std::pin::Pin::new(&mut body).poll_frame(cx)).await
+    {
+        let Ok(data) = frame.map_err(drop)?.into_data() else {
+            continue;
+        };
+        if bytes.len() + data.len() > BODY_LIMIT_BYTES {
+            return Err(());
+        }
+        bytes.extend_from_slice(&data);
+    }
+    Ok(bytes.into())
+}
+
+/// Bodies up to this size are checked on the async worker; larger ones on a blocking thread,
+/// as the walk and the parse take time in proportion to the body (a 15 MiB body is walked
+/// to its end whenever a refusal names its request).
+const INLINE_PRECHECK_MAX_BYTES: usize = 64 * 1024;
+
+/// [`precheck::precheck`], off the async workers for a large body.
+#[allow(clippy::result_large_err)]
+async fn prechecked(
+    headers: &axum::http::HeaderMap,
+    bytes: &axum::body::Bytes,
+) -> Result<precheck::Checked, Response> {
+    if bytes.len() <= INLINE_PRECHECK_MAX_BYTES {
+        return precheck::precheck(headers, bytes);
+    }
+    let (headers, body) = (headers.clone(), bytes.clone());
+    match tokio::task::spawn_blocking(move || precheck::precheck(&headers, &body)).await {
+        Ok(checked) => checked,
+        // A panic stays a panic, for the panic catcher to answer as on the inline path.
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(e) => Err(wire::spec_rejection(&ServiceError::Unavailable(format!(
+            "the request check did not run: {e}"
+        )))),
+    }
+}
+
 /// The scope a JSON-RPC request needs: a tool's own for `tools/call`, `memory:read` for
 /// everything else that reads, nothing for the lifecycle (`initialize`, `ping`,
 /// notifications, `server/discover`).
-fn needed_scope(value: &serde_json::Value) -> Option<xmemo_core::Scope> {
-    let method = value.get("method")?.as_str()?;
+fn needed_scope(envelope: &envelope::Envelope) -> Option<xmemo_core::Scope> {
+    let method = envelope.method.as_str()?;
     if matches!(method, "initialize" | "ping" | "server/discover")
         || method.starts_with("notifications/")
     {
         return None;
     }
     if method == "tools/call" {
-        let name = value.pointer("/params/name")?.as_str()?;
-        return tools::find(name).map(|t| t.scope);
+        return tools::find(envelope.params_name()?).map(|t| t.scope);
     }
     Some(xmemo_core::Scope::Read)
 }

@@ -8,10 +8,11 @@
 //! the protocol era (methods 2026-07-28 removed) live in the handler, behind rmcp's
 //! per-request validation (see `McpHandler::on_custom_request`).
 
+use super::envelope::{self, Envelope, Params, Text, TopLevel, lenient_id};
 use super::strict_json::{self, StrictError};
 use super::wire::{
-    self, HEADER_MISMATCH, INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR,
-    UNSUPPORTED_PROTOCOL_VERSION, error_response,
+    HEADER_MISMATCH, INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, UNSUPPORTED_PROTOCOL_VERSION,
+    error_response,
 };
 use crate::error::ServiceError;
 use axum::http::{HeaderMap, StatusCode, header};
@@ -27,20 +28,24 @@ pub const PROTOCOL_VERSION_HEADER: &str = "mcp-protocol-version";
 /// `UnsupportedProtocolVersionError` names): every version rmcp knows.
 pub const SUPPORTED_VERSIONS: &[ProtocolVersion] = ProtocolVersion::KNOWN_VERSIONS;
 
-/// A body that passed: the message as JSON (what the scope check reads) and as rmcp's type
-/// (what the direct path answers from), parsed once here for every later step.
+/// A body that passed: its envelope (what the scope check reads) and the message as rmcp's
+/// type (what the direct path answers from), each read once here for every later step.
 pub struct Checked {
-    pub value: Value,
+    pub envelope: Envelope,
     pub message: ClientJsonRpcMessage,
 }
 
 /// The parsed message when `body`, sent with `headers`, is one JSON-RPC message rmcp can
 /// route.
+///
+/// The body is read as a tree only once it is known to be JSON with unique keys and at most
+/// [`strict_json::MAX_VALUES`] values, none a string over [`strict_json::MAX_STRING_BYTES`]:
+/// until then it is walked, keeping nothing.
 #[allow(clippy::result_large_err)]
 pub fn precheck(headers: &HeaderMap, body: &[u8]) -> Result<Checked, Response> {
     check_media_types(headers, body)?;
-    let value = match strict_json::parse(body) {
-        Ok(v) => v,
+    match strict_json::check(body) {
+        Ok(_) => {}
         Err(StrictError::Syntax(e)) => {
             return Err(bad(None, PARSE_ERROR, format!("Parse error: {e}")));
         }
@@ -51,34 +56,57 @@ pub fn precheck(headers: &HeaderMap, body: &[u8]) -> Result<Checked, Response> {
                 format!("Invalid Request: {e}; every object key must be unique"),
             ));
         }
+        Err(too_big) => return Err(too_large(body, &too_big)),
+    }
+    let Some(envelope) = envelope::read(body) else {
+        // The check above accepted exactly what this walk reads.
+        return Err(bad(
+            None,
+            PARSE_ERROR,
+            "Parse error: the body is not one JSON value".into(),
+        ));
     };
-    check_envelope(&value)?;
-    let id = wire::request_id(&value);
+    check_envelope(&envelope)?;
+    let id = envelope.id.clone();
     // Parsed from the bytes, exactly as rmcp will, so a body that passes here cannot make
     // rmcp answer its plain-text 415.
     let message = match serde_json::from_slice::<ClientJsonRpcMessage>(body) {
         Ok(m) => m,
         Err(e) => {
-            return Err(match value.get("method").and_then(Value::as_str) {
+            return Err(match envelope.method.as_str() {
                 Some(m) => bad(id, INVALID_PARAMS, format!("Invalid params for `{m}`: {e}")),
                 None => bad(id, INVALID_REQUEST, format!("Invalid Request: {e}")),
             });
         }
     };
     check_protocol_version(headers, &message, id)?;
-    Ok(Checked { value, message })
+    Ok(Checked { envelope, message })
+}
+
+/// 413, as for a body over the size limit: the message is larger than any the server serves
+/// (`details.reason` says which cap, `details.limit` its value).
+fn too_large(body: &[u8], refusal: &StrictError) -> Response {
+    let (reason, limit) = match refusal {
+        StrictError::StringTooLong { limit } => ("string_too_long", *limit),
+        StrictError::TooManyValues { limit } => ("too_many_values", *limit),
+        StrictError::Syntax(_) | StrictError::DuplicateKey(_) => ("body", 0),
+    };
+    let err = ServiceError::TooLarge(
+        refusal.to_string(),
+        Some(json!({ "field": "body", "reason": reason, "limit": limit })),
+    );
+    error_response(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        lenient_id(body),
+        INVALID_REQUEST,
+        &err.public_message(),
+        Some(err.to_body()),
+    )
 }
 
 fn bad(id: Option<Value>, code: i64, message: String) -> Response {
     let data = ServiceError::Validation(message.clone(), None).to_body();
     error_response(StatusCode::BAD_REQUEST, id, code, &message, Some(data))
-}
-
-/// The id of a body that is JSON but refused, so even that error names its request.
-fn lenient_id(body: &[u8]) -> Option<Value> {
-    serde_json::from_slice::<Value>(body)
-        .ok()
-        .and_then(|v| wire::request_id(&v))
 }
 
 /// 406 unless the client accepts both answers a request may get (MCP: JSON or an SSE
@@ -169,9 +197,9 @@ fn split_unquoted(text: &str, delimiter: char) -> impl Iterator<Item = &str> {
 
 /// One JSON-RPC 2.0 object with well-typed members (batches are not part of MCP).
 #[allow(clippy::result_large_err)]
-fn check_envelope(value: &Value) -> Result<(), Response> {
-    let Value::Object(obj) = value else {
-        let what = if value.is_array() {
+fn check_envelope(envelope: &Envelope) -> Result<(), Response> {
+    if envelope.top != TopLevel::Object {
+        let what = if envelope.top == TopLevel::Array {
             "batched requests are not supported; send one JSON-RPC message per POST"
         } else {
             "a JSON-RPC message must be a JSON object"
@@ -181,33 +209,30 @@ fn check_envelope(value: &Value) -> Result<(), Response> {
             INVALID_REQUEST,
             format!("Invalid Request: {what}"),
         ));
-    };
-    let id = wire::request_id(value);
-    if obj.contains_key("id") && id.is_none() {
+    }
+    let id = envelope.id.clone();
+    if envelope.has_id && id.is_none() {
         return Err(bad(
             None,
             INVALID_REQUEST,
             "Invalid Request: `id` must be a string or an integer".into(),
         ));
     }
-    if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+    if envelope.jsonrpc.as_str() != Some("2.0") {
         return Err(bad(
             id,
             INVALID_REQUEST,
             "Invalid Request: `jsonrpc` must be \"2.0\"".into(),
         ));
     }
-    if obj.get("method").is_some_and(|m| !m.is_string()) {
+    if envelope.method == Text::Other {
         return Err(bad(
             id,
             INVALID_REQUEST,
             "Invalid Request: `method` must be a string".into(),
         ));
     }
-    if obj
-        .get("params")
-        .is_some_and(|p| !(p.is_object() || p.is_array()))
-    {
+    if envelope.params == Params::Other {
         return Err(bad(
             id,
             INVALID_REQUEST,
@@ -389,5 +414,60 @@ mod tests {
             status(&headers(&[(PROTOCOL_VERSION_HEADER, "1999-01-01")]), init),
             None
         );
+    }
+
+    async fn answer(response: Response) -> (StatusCode, Value) {
+        let status = response.status();
+        let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
+            .await
+            .expect("body");
+        (status, serde_json::from_slice(&bytes).expect("json"))
+    }
+
+    #[tokio::test]
+    async fn messages_past_a_cap_are_refused_413_naming_the_request() {
+        let h = headers(&[]);
+        let zeros = vec!["0"; strict_json::MAX_VALUES].join(",");
+        let many =
+            format!(r#"{{"jsonrpc":"2.0","id":5,"method":"ping","params":{{"pad":[{zeros}]}}}}"#);
+        let long = format!(
+            r#"{{"jsonrpc":"2.0","id":5,"method":"{}"}}"#,
+            "m".repeat(strict_json::MAX_STRING_BYTES + 1)
+        );
+        for (body, reason, limit) in [
+            (many, "too_many_values", strict_json::MAX_VALUES),
+            (long, "string_too_long", strict_json::MAX_STRING_BYTES),
+        ] {
+            let refused = precheck(&h, body.as_bytes()).err().expect("refused");
+            let (status, value) = answer(refused).await;
+            assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{reason}");
+            assert_eq!(value["id"], 5, "{reason}");
+            assert_eq!(value["error"]["code"], INVALID_REQUEST, "{reason}");
+            let spec = &value["error"]["data"]["error"];
+            assert_eq!(spec["code"], "PAYLOAD_TOO_LARGE", "{reason}");
+            assert_eq!(spec["details"]["reason"], reason);
+            assert_eq!(spec["details"]["limit"], limit);
+        }
+        // One value fewer passes.
+        let zeros = vec!["0"; strict_json::MAX_VALUES - 6].join(",");
+        let at_cap =
+            format!(r#"{{"jsonrpc":"2.0","id":5,"method":"ping","params":{{"pad":[{zeros}]}}}}"#);
+        assert!(precheck(&h, at_cap.as_bytes()).is_ok());
+    }
+
+    #[tokio::test]
+    async fn refusals_name_the_request_as_a_value_tree_would() {
+        // A duplicate key and a wrong Accept header: the id is read without building the body.
+        let dup = r#"{"jsonrpc":"2.0","id":"x","id":"last","method":"ping"}"#;
+        let (status, value) =
+            answer(precheck(&headers(&[]), dup.as_bytes()).err().expect("dup")).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert_eq!(value["id"], "last");
+        let mut h = headers(&[]);
+        h.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
+        let ping = r#"{"jsonrpc":"2.0","id":9,"method":"ping"}"#;
+        let (status, value) = answer(precheck(&h, ping.as_bytes()).err().expect("406")).await;
+        assert_eq!(status, StatusCode::NOT_ACCEPTABLE);
+        assert_eq!(value["id"], 9);
     }
 }

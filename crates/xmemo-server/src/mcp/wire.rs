@@ -73,15 +73,6 @@ pub fn spec_rejection(err: &ServiceError) -> Response {
     rejection(status, err)
 }
 
-/// The request id, when `value` is a message whose id MCP accepts (a string or an integer).
-pub fn request_id(value: &Value) -> Option<Value> {
-    match value.get("id")? {
-        id @ Value::String(_) => Some(id.clone()),
-        id @ Value::Number(n) if n.is_i64() || n.is_u64() => Some(id.clone()),
-        _ => None,
-    }
-}
-
 /// Marks (in the response's extensions, which never leave the process) an answer that
 /// [`ensure_jsonrpc`] had to rewrite, so in-process tests and the fuzzer can tell a gap in the
 /// pre-dispatch checks from an answer that was right in the first place.
