@@ -51,8 +51,8 @@ pub use classify::{
 pub use error::PackageError;
 pub use repair::{Repair, RepairKind};
 pub use skill_md::{
-    FRONTMATTER_MAX_BYTES, NameHints, ParsedSkillMd, SKILL_MD, parse_skill_md, parse_skill_md_with,
-    render_skill_md,
+    FRONTMATTER_MAX_BYTES, NameHints, ParsedSkillMd, SKILL_MD, SKILL_MD_FRAMING_BYTES,
+    SKILL_MD_MAX_BYTES, check_skill_md_size, parse_skill_md, parse_skill_md_with, render_skill_md,
 };
 
 use crate::error::ValidationError;

@@ -14,7 +14,11 @@
 //! - Strict UTF-8; a leading BOM is stripped. Line endings are not normalised: `---\r\n`
 //!   delimiters are recognised and a CRLF body is kept byte for byte, so the canonical hash
 //!   is of exactly what was imported.
-//! - The frontmatter is capped at [`FRONTMATTER_MAX_BYTES`] before the YAML parser sees it.
+//! - The frontmatter is capped at [`FRONTMATTER_MAX_BYTES`] before the YAML parser sees it,
+//!   and the whole file at [`SKILL_MD_MAX_BYTES`] before anything is read: a larger file
+//!   holds a frontmatter or an instruction body over its limit (or more than
+//!   [`SKILL_MD_FRAMING_BYTES`] of blank space around its frontmatter).
+//! - Reading allocates the body it keeps and nothing per line.
 //! - Error line/column numbers are those of SKILL.md itself.
 //! - YAML values become JSON: integers stay integers, mapping keys are text.
 //!
@@ -37,11 +41,42 @@ use super::derive::{cut_chars, first_heading, first_paragraph};
 use super::error::PackageError;
 use super::frontmatter;
 use super::repair::{Repair, RepairKind};
-use crate::limits::{DESCRIPTION_MAX_CHARS, NAME_MAX_CHARS};
+use crate::error::{ErrorCode, ValidationError};
+use crate::limits::{DESCRIPTION_MAX_CHARS, INSTRUCTION_BODY_MAX_BYTES, NAME_MAX_CHARS};
 use serde_json::{Map, Value};
 
 /// Largest YAML frontmatter accepted (bytes between the two `---` lines).
 pub const FRONTMATTER_MAX_BYTES: usize = 65_536;
+
+/// What a SKILL.md may hold besides its frontmatter and its instruction body and still be
+/// read: a BOM, the two `---` lines (with blanks after them), the line break after the
+/// closing one, blank lines before a frontmatter that does not open the file.
+pub const SKILL_MD_FRAMING_BYTES: usize = 1024;
+
+/// Largest SKILL.md read: the largest frontmatter and the largest instruction body
+/// (SPEC §1) in their framing. Any larger file is refused before it is read, so its size,
+/// not its line count, bounds what reading it costs.
+pub const SKILL_MD_MAX_BYTES: usize =
+    FRONTMATTER_MAX_BYTES + INSTRUCTION_BODY_MAX_BYTES + SKILL_MD_FRAMING_BYTES;
+
+/// Refuses a SKILL.md of `len` bytes that could not hold a skill ([`SKILL_MD_MAX_BYTES`]):
+/// `PAYLOAD_TOO_LARGE` for the field `SKILL.md`, with the limit and the size.
+pub fn check_skill_md_size(len: u64) -> Result<(), PackageError> {
+    if len <= SKILL_MD_MAX_BYTES as u64 {
+        return Ok(());
+    }
+    Err(PackageError::Validation(ValidationError {
+        code: ErrorCode::PayloadTooLarge,
+        field: SKILL_MD.to_string(),
+        message: format!(
+            "{len} bytes, more than the {SKILL_MD_MAX_BYTES} a SKILL.md can hold \
+             ({FRONTMATTER_MAX_BYTES} of frontmatter, {INSTRUCTION_BODY_MAX_BYTES} of \
+             instructions, {SKILL_MD_FRAMING_BYTES} around them)"
+        ),
+        limit: Some(SKILL_MD_MAX_BYTES as u64),
+        actual: Some(len),
+    }))
+}
 
 /// The file name of the instructions inside a package.
 pub const SKILL_MD: &str = "SKILL.md";
@@ -82,6 +117,7 @@ pub fn parse_skill_md(bytes: &[u8]) -> Result<ParsedSkillMd, PackageError> {
 
 /// [`parse_skill_md`] with somewhere to take a missing name from.
 pub fn parse_skill_md_with(bytes: &[u8], hints: &NameHints) -> Result<ParsedSkillMd, PackageError> {
+    check_skill_md_size(bytes.len() as u64)?;
     let (bytes, bom_len) = match bytes.strip_prefix(BOM) {
         Some(rest) => (rest, BOM.len()),
         None => (bytes, 0),
@@ -273,16 +309,14 @@ struct Located<'a> {
 
 /// Finds the frontmatter: at the top between `---` lines (the format); else, reported, one
 /// that is never closed (it ends at its first blank line), one preceded by a few lines,
-/// `key: value` lines at the top without the opening `---`, or none at all.
+/// `key: value` lines at the top without the opening `---`, or none at all. Lines are
+/// walked by their byte offsets, never collected.
 fn locate<'a>(text: &'a str, repairs: &mut Vec<Repair>) -> Result<Located<'a>, PackageError> {
-    let lines: Vec<&str> = text.split_inclusive('\n').collect();
     let is_delimiter = |line: &str| strip_eol(line).trim_end_matches([' ', '\t']) == "---";
-    let opens = lines
-        .first()
-        .is_some_and(|l| is_delimiter(l) && l.ends_with('\n'));
-    if opens {
-        let start = lines[0].len();
-        return Ok(match closing(&lines, 1, is_delimiter) {
+    let first = line_at(text, 0);
+    if let Some(first) = first.filter(|l| is_delimiter(l) && l.ends_with('\n')) {
+        let start = first.len();
+        return Ok(match closing(text, start, is_delimiter) {
             Some((close, after)) => {
                 check_size(close - start)?;
                 Located {
@@ -292,9 +326,9 @@ fn locate<'a>(text: &'a str, repairs: &mut Vec<Repair>) -> Result<Located<'a>, P
             }
             None => {
                 check_size(text.len() - start)?;
-                match key_block(&lines, 1) {
-                    Some(end) => {
-                        let end_byte = offset_of(&lines, end);
+                match key_block(text, start) {
+                    Some(end_byte) => {
+                        let end = line_index(text, end_byte);
                         repairs.push(
                             Repair::new(
                                 RepairKind::FrontmatterNotClosed,
@@ -327,19 +361,19 @@ fn locate<'a>(text: &'a str, repairs: &mut Vec<Repair>) -> Result<Located<'a>, P
         });
     }
     // A frontmatter after a few leading lines (a comment, a quote, blank lines).
-    for (i, line) in lines.iter().enumerate().take(LEADING_LINES_MAX) {
+    for (i, (at, line)) in lines_from(text, 0).enumerate().take(LEADING_LINES_MAX) {
         if strip_eol(line).trim_start().starts_with('#') {
             break; // a heading: the instructions have begun
         }
-        if i == 0 || !is_delimiter(line) || !next_key_is_name_or_description(&lines, i + 1) {
+        let start = at + line.len();
+        if i == 0 || !is_delimiter(line) || !next_key_is_name_or_description(text, start) {
             continue;
         }
-        let Some((close, after)) = closing(&lines, i + 1, is_delimiter) else {
+        let Some((close, after)) = closing(text, start, is_delimiter) else {
             continue;
         };
-        let start = offset_of(&lines, i + 1);
         check_size(close - start)?;
-        let leading = &text[..offset_of(&lines, i)];
+        let leading = &text[..at];
         let kept = !leading.trim().is_empty();
         repairs.push(
             Repair::new(
@@ -366,19 +400,18 @@ fn locate<'a>(text: &'a str, repairs: &mut Vec<Repair>) -> Result<Located<'a>, P
         });
     }
     // `name:` / `description:` lines at the top without the opening `---`.
-    if next_key_is_name_or_description(&lines, 0)
-        && lines.first().is_some_and(|l| !l.trim().is_empty())
-        && let Some(end) = key_block(&lines, 0)
+    if next_key_is_name_or_description(text, 0)
+        && first.is_some_and(|l| !l.trim().is_empty())
+        && let Some(end_byte) = key_block(text, 0)
     {
-        let end_byte = offset_of(&lines, end);
         check_size(end_byte)?;
-        let closed = lines.get(end).is_some_and(|l| is_delimiter(l));
+        let closing_line = line_at(text, end_byte).filter(|l| is_delimiter(l));
         repairs.push(
             Repair::new(
                 RepairKind::FrontmatterNotOpened,
                 "frontmatter",
                 "the file starts with `key: value` lines but no `---` line opens them",
-                if closed {
+                if closing_line.is_some() {
                     "read them as the frontmatter, up to the `---` line that closes them"
                 } else {
                     "read them as the frontmatter, up to their first blank line"
@@ -386,9 +419,9 @@ fn locate<'a>(text: &'a str, repairs: &mut Vec<Repair>) -> Result<Located<'a>, P
             )
             .at(1),
         );
-        let body = match lines.get(end) {
-            Some(line) if closed => drop_one_break(&text[end_byte + line.len()..]),
-            _ => drop_blank_line(&text[end_byte..]),
+        let body = match closing_line {
+            Some(line) => drop_one_break(&text[end_byte + line.len()..]),
+            None => drop_blank_line(&text[end_byte..]),
         };
         return Ok(Located {
             yaml: Some((&text[..end_byte], 1)),
@@ -413,55 +446,59 @@ fn no_frontmatter(problem: &str) -> Repair {
     )
 }
 
-/// The byte range end of the frontmatter and the start of what follows its closing line,
-/// for a frontmatter whose text starts at line index `from`.
-fn closing(
-    lines: &[&str],
-    from: usize,
-    is_delimiter: impl Fn(&str) -> bool,
-) -> Option<(usize, usize)> {
-    let mut offset = offset_of(lines, from);
-    for line in &lines[from..] {
-        if is_delimiter(line) {
-            return Some((offset, offset + line.len()));
-        }
-        offset += line.len();
-    }
-    None
+/// The lines of `text` from byte `from` (a line's start), each with its line break and the
+/// byte it starts at.
+fn lines_from(text: &str, from: usize) -> impl Iterator<Item = (usize, &str)> {
+    text[from..].split_inclusive('\n').scan(from, |at, line| {
+        let start = *at;
+        *at += line.len();
+        Some((start, line))
+    })
 }
 
-/// From line index `from`, the `key: value` lines and their continuations (indented
-/// lines, `- item` lines); returns the index of the first line past them, when
-/// at least one key line was seen.
-fn key_block(lines: &[&str], from: usize) -> Option<usize> {
+/// The line that starts at byte `at`, with its line break; `None` at the end of the text.
+fn line_at(text: &str, at: usize) -> Option<&str> {
+    text.get(at..)?.split_inclusive('\n').next()
+}
+
+/// The index (from 0) of the line that starts at byte `at`: how many lines come before it.
+fn line_index(text: &str, at: usize) -> usize {
+    let before = &text[..at];
+    before.bytes().filter(|b| *b == b'\n').count()
+        + usize::from(!before.is_empty() && !before.ends_with('\n'))
+}
+
+/// Where the frontmatter that starts at byte `from` ends, and where what follows its closing
+/// line starts.
+fn closing(text: &str, from: usize, is_delimiter: impl Fn(&str) -> bool) -> Option<(usize, usize)> {
+    lines_from(text, from)
+        .find(|(_, line)| is_delimiter(line))
+        .map(|(at, line)| (at, at + line.len()))
+}
+
+/// From byte `from`, the `key: value` lines and their continuations (indented lines,
+/// `- item` lines); returns the byte where the first line past them starts, when at least
+/// one key line was seen.
+fn key_block(text: &str, from: usize) -> Option<usize> {
     let mut saw_key = false;
-    for (i, line) in lines.iter().enumerate().skip(from) {
+    for (at, line) in lines_from(text, from) {
         let l = strip_eol(line);
         let continues = saw_key && (l.starts_with([' ', '\t']) || l.starts_with("- ") || l == "-");
         let key = super::frontmatter::key_of_line(l).is_some();
         if l.trim().is_empty() || !(key || continues) {
-            return saw_key.then_some(i);
+            return saw_key.then_some(at);
         }
         saw_key |= key;
     }
-    saw_key.then_some(lines.len())
+    saw_key.then_some(text.len())
 }
 
-fn next_key_is_name_or_description(lines: &[&str], from: usize) -> bool {
-    lines
-        .iter()
-        .skip(from)
-        .map(|l| strip_eol(l))
+fn next_key_is_name_or_description(text: &str, from: usize) -> bool {
+    lines_from(text, from)
+        .map(|(_, l)| strip_eol(l))
         .find(|l| !l.trim().is_empty())
         .and_then(super::frontmatter::key_of_line)
         .is_some_and(|k| k == "name" || k == "description")
-}
-
-fn offset_of(lines: &[&str], index: usize) -> usize {
-    lines[..index.min(lines.len())]
-        .iter()
-        .map(|l| l.len())
-        .sum()
 }
 
 fn check_size(len: usize) -> Result<(), PackageError> {
@@ -794,6 +831,67 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn a_file_larger_than_any_skill_md_is_refused_before_it_is_read() {
+        // Not UTF-8 past the limit: the size is the answer, so nothing was read.
+        let mut big = vec![b'\n'; SKILL_MD_MAX_BYTES];
+        big.push(0xff);
+        let e = parse_skill_md(&big).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::PayloadTooLarge);
+        assert_eq!(e.field(), SKILL_MD);
+        assert_eq!(e.limit(), Some(SKILL_MD_MAX_BYTES as u64));
+        assert_eq!(e.actual(), Some(SKILL_MD_MAX_BYTES as u64 + 1));
+        assert!(check_skill_md_size(SKILL_MD_MAX_BYTES as u64).is_ok());
+    }
+
+    #[test]
+    fn the_largest_skill_md_fits_the_bound() {
+        // A frontmatter of exactly its limit and a body of exactly its limit, CRLF framing and
+        // a BOM: the bound must not refuse what the other limits accept.
+        let head = "name: big\r\ndescription: the largest file\r\n# ";
+        let fm = format!(
+            "{head}{}\r\n",
+            "y".repeat(FRONTMATTER_MAX_BYTES - head.len() - 2)
+        );
+        assert_eq!(fm.len(), FRONTMATTER_MAX_BYTES);
+        let body = "b".repeat(INSTRUCTION_BODY_MAX_BYTES);
+        let text = format!("\u{feff}---  \r\n{fm}---\t\r\n\r\n{body}");
+        assert!(text.len() <= SKILL_MD_MAX_BYTES, "{}", text.len());
+        let p = parse_skill_md(text.as_bytes()).unwrap();
+        assert_eq!(
+            (p.name.as_str(), p.body.len()),
+            ("big", INSTRUCTION_BODY_MAX_BYTES)
+        );
+    }
+
+    #[test]
+    fn locating_by_offsets_keeps_line_numbers() {
+        // An unclosed frontmatter ends at its first line that is not `key: value`, with or
+        // without a final line break.
+        for text in [
+            "---\nname: a\ndescription: b\n\nbody",
+            "---\nname: a\ndescription: b",
+        ] {
+            let p = parse(text).unwrap();
+            assert_eq!(p.repairs[0].kind, RepairKind::FrontmatterNotClosed);
+            assert!(
+                p.repairs[0].action.contains("ends at line 3"),
+                "{:?}",
+                p.repairs[0]
+            );
+        }
+        // A late frontmatter after blank lines: its YAML errors name lines of the file.
+        let e = parse("\n\n---\nname: a\n  bad: x\ndescription: b\n---\nbody").unwrap_err();
+        match &e {
+            PackageError::Yaml { line, .. } => assert_eq!(*line, Some(5), "{e}"),
+            other => panic!("{other:?}"),
+        }
+        // `key: value` lines without the opening `---`, closed by one.
+        let p = parse("name: a\ndescription: b\n---\n\nbody").unwrap();
+        assert_eq!((p.name.as_str(), p.body.as_str()), ("a", "body"));
+        assert_eq!(p.repairs[0].kind, RepairKind::FrontmatterNotOpened);
     }
 
     #[test]

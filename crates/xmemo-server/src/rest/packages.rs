@@ -13,7 +13,6 @@ use crate::service::{ImportAnswer, ImportOptions};
 use crate::state::AppState;
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
 use axum::extract::{FromRequest, FromRequestParts, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Json, Response};
@@ -21,6 +20,7 @@ use axum::routing::{get, post};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use xmemo_core::SaveIntent;
+use xmemo_core::package::SKILL_MD_MAX_BYTES;
 
 pub fn routes() -> Router<AppState> {
     // Imports are their own collection, so no static path shadows `/skills/{slug}`.
@@ -85,29 +85,23 @@ fn media_type(headers: &HeaderMap) -> Option<String> {
 }
 
 /// What an import body is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Format {
     Zip,
     SkillMd,
 }
 
-/// `application/zip` (or `application/x-zip-compressed`) → ZIP; `text/markdown` (or
-/// `text/x-markdown`, `text/plain`) → SKILL.md; `application/octet-stream` or no type →
-/// by the first bytes (`PK` signature → ZIP).
-fn format_of(headers: &HeaderMap, body: &[u8]) -> Result<Format, ServiceError> {
-    let content_type = media_type(headers);
-    let sniff = || {
-        if body.starts_with(b"PK\x03\x04") || body.starts_with(b"PK\x05\x06") {
-            Format::Zip
-        } else {
-            Format::SkillMd
-        }
-    };
-    match content_type.as_deref() {
+/// What the `Content-Type` says the body is: `application/zip` (or
+/// `application/x-zip-compressed`) → ZIP; `text/markdown` (or `text/x-markdown`,
+/// `text/plain`) → SKILL.md; `application/octet-stream` or no type → `None`, to be told by
+/// the first bytes ([`format_of`]).
+fn declared_format(headers: &HeaderMap) -> Result<Option<Format>, ServiceError> {
+    match media_type(headers).as_deref() {
         Some("application/zip" | "application/x-zip-compressed" | "application/x-zip") => {
-            Ok(Format::Zip)
+            Ok(Some(Format::Zip))
         }
-        Some("text/markdown" | "text/x-markdown" | "text/plain") => Ok(Format::SkillMd),
-        Some("application/octet-stream") | None => Ok(sniff()),
+        Some("text/markdown" | "text/x-markdown" | "text/plain") => Ok(Some(Format::SkillMd)),
+        Some("application/octet-stream") | None => Ok(None),
         Some(other) => Err(ServiceError::validation(
             format!(
                 "cannot import a `{other}` body: send a ZIP as `Content-Type: application/zip` or \
@@ -117,6 +111,23 @@ fn format_of(headers: &HeaderMap, body: &[u8]) -> Result<Format, ServiceError> {
             "Content-Type",
         )),
     }
+}
+
+/// How many first bytes tell a ZIP.
+const ZIP_SIGNATURE_BYTES: usize = 4;
+
+/// A ZIP's first bytes: a local file header, or the end record of an empty archive.
+fn is_zip(body: &[u8]) -> bool {
+    body.starts_with(b"PK\x03\x04") || body.starts_with(b"PK\x05\x06")
+}
+
+/// The body's format: the declared one, else by the first bytes (`PK` signature → ZIP).
+fn format_of(declared: Option<Format>, body: &[u8]) -> Format {
+    declared.unwrap_or(if is_zip(body) {
+        Format::Zip
+    } else {
+        Format::SkillMd
+    })
 }
 
 /// 201 when a revision was written, else 200; `imported` for one skill, `imported_batch`
@@ -157,30 +168,99 @@ async fn import(
         return import_url(&state, &p, req).await;
     }
     let ApiQuery(q) = ApiQuery::<ImportQuery>::from_request_parts(&mut parts, &state).await?;
-    let headers = parts.headers.clone();
-    let body = Bytes::from_request(Request::from_parts(parts, body), &state).await;
-    import_upload(&state, &p, q, &headers, body).await
+    let declared = declared_format(&parts.headers)?;
+    let length = crate::http::body::declared_length(&parts.headers);
+    // A SKILL.md that says it is larger than any SKILL.md could be is refused unread.
+    if let (Some(Format::SkillMd), Some(length)) = (&declared, length) {
+        state.service.check_skill_md_upload(&p, length).await?;
+    }
+    let body = match read_upload(body, declared, length).await? {
+        Upload::Read(body) => body,
+        Upload::OversizedSkillMd(length) => {
+            // Past SKILL_MD_MAX_BYTES, so this is the refusal (and its spent write).
+            state.service.check_skill_md_upload(&p, length).await?;
+            return Err(ServiceError::Internal(format!(
+                "a SKILL.md of {length} bytes was not refused"
+            ))
+            .into());
+        }
+    };
+    import_upload(&state, &p, q, declared, body).await
+}
+
+/// An upload body, read.
+enum Upload {
+    Read(Vec<u8>),
+    /// A SKILL.md (declared, or no ZIP by its first bytes) of this many bytes, more than
+    /// any SKILL.md holds: not kept.
+    OversizedSkillMd(u64),
+}
+
+/// Reads an upload body within [`BODY_LIMIT_BYTES`] into one buffer (sized from
+/// `Content-Length`, so the body is held once, not as its pieces and then a copy of them).
+/// A SKILL.md is kept only up to [`SKILL_MD_MAX_BYTES`]: past it, reading stops when the
+/// length was announced, and otherwise the rest is only counted, for the refusal to say the
+/// size.
+async fn read_upload(
+    body: axum::body::Body,
+    declared: Option<Format>,
+    length: Option<u64>,
+) -> Result<Upload, ServiceError> {
+    use futures::StreamExt;
+    let too_large = || {
+        ServiceError::TooLarge(
+            format!("the package exceeds the request size limit of {BODY_LIMIT_BYTES} bytes"),
+            Some(json!({ "field": "body", "limit": BODY_LIMIT_BYTES })),
+        )
+    };
+    let capacity = length.map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX));
+    if capacity > BODY_LIMIT_BYTES {
+        return Err(too_large());
+    }
+    let mut skill_md = matches!(declared, Some(Format::SkillMd));
+    let mut kept = Vec::with_capacity(if skill_md {
+        capacity.min(SKILL_MD_MAX_BYTES)
+    } else {
+        capacity
+    });
+    let mut total = 0usize;
+    let mut stream = body.into_data_stream();
+    while let Some(piece) = stream.next().await {
+        let piece = piece.map_err(|e| {
+            crate::http::body::timeout_error(&e).unwrap_or_else(|| {
+                ServiceError::Validation(format!("could not read the body: {e}"), None)
+            })
+        })?;
+        total += piece.len();
+        if total > BODY_LIMIT_BYTES {
+            return Err(too_large());
+        }
+        if total <= SKILL_MD_MAX_BYTES || !skill_md {
+            kept.extend_from_slice(&piece);
+        }
+        if declared.is_none() && !skill_md && kept.len() >= ZIP_SIGNATURE_BYTES {
+            skill_md = !is_zip(&kept);
+        }
+        if skill_md && total > SKILL_MD_MAX_BYTES {
+            if let Some(length) = length {
+                return Ok(Upload::OversizedSkillMd(length));
+            }
+            kept = Vec::new();
+        }
+    }
+    if skill_md && total > SKILL_MD_MAX_BYTES {
+        return Ok(Upload::OversizedSkillMd(total as u64));
+    }
+    Ok(Upload::Read(kept))
 }
 
 async fn import_upload(
     state: &AppState,
     p: &Principal,
     q: ImportQuery,
-    headers: &HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    declared: Option<Format>,
+    body: Vec<u8>,
 ) -> ApiResult<Response> {
-    let body = body.map_err(|e| {
-        if let Some(timeout) = crate::http::body::timeout_error(&e) {
-            timeout
-        } else if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ServiceError::TooLarge(
-                format!("the package exceeds the request size limit of {BODY_LIMIT_BYTES} bytes"),
-                Some(json!({ "field": "body", "limit": BODY_LIMIT_BYTES })),
-            )
-        } else {
-            ServiceError::Validation(format!("could not read the body: {}", e.body_text()), None)
-        }
-    })?;
     if body.is_empty() {
         return Err(ServiceError::validation(
             "the body is empty: send a ZIP (application/zip) or a SKILL.md (text/markdown)",
@@ -188,7 +268,7 @@ async fn import_upload(
         )
         .into());
     }
-    let format = format_of(headers, &body)?;
+    let format = format_of(declared, &body);
     let options = ImportOptions {
         workspace: q.workspace,
         slug: q.slug,
@@ -198,17 +278,9 @@ async fn import_upload(
         allow_duplicates: q.allow_duplicates.unwrap_or(false),
     };
     let answer = match format {
-        Format::Zip => {
-            state
-                .service
-                .import_archive(p, Vec::from(body), options)
-                .await?
-        }
+        Format::Zip => state.service.import_archive(p, body, options).await?,
         Format::SkillMd => ImportAnswer::One(Box::new(
-            state
-                .service
-                .import_skill_md(p, Vec::from(body), options)
-                .await?,
+            state.service.import_skill_md(p, body, options).await?,
         )),
     };
     Ok(imported_response(answer))

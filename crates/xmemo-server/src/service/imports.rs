@@ -13,6 +13,13 @@
 //! - **Several skills**: each skill folder is read and saved on its own, in folder order,
 //!   with the slug [`batch::plan_slugs`] gives it; a skill that is refused does not stop the
 //!   others, and the answer lists every one (`results`) with counts (`summary`).
+//! - **Cost**: an import reserves one of the account's writes before it reads anything (no
+//!   write left: RATE_LIMITED at once). An import refused before its save — too large, an
+//!   archive or SKILL.md that cannot be read, a slug or workspace refused, a download that
+//!   failed, a multi-skill import none of whose skills could be read — spends it, as a write
+//!   does; one that reaches its save gives it back, and the save spends its own. A SKILL.md
+//!   larger than [`package::SKILL_MD_MAX_BYTES`] is refused before it is read; archives and SKILL.md
+//!   files are read off the async workers.
 
 use super::Service;
 use super::skills::{SaveTarget, save_target};
@@ -20,13 +27,14 @@ use super::types::Saved;
 use crate::auth::Principal;
 use crate::error::{ServiceError, ServiceResult};
 use crate::fetch::{self, RemoteSkill};
+use crate::throttle::Reservation;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use xmemo_core::package::batch::{self, Contents, SkillFiles};
 use xmemo_core::package::{
-    self, ArchiveLimits, NameHints, Package, PackageError, PackageFile, Repair,
+    self, ArchiveLimits, NameHints, Package, PackageError, PackageFile, Repair, check_skill_md_size,
 };
 use xmemo_core::{RevisionStatus, SaveIntent, Scope};
 
@@ -224,7 +232,76 @@ impl ImportAnswer {
     }
 }
 
+/// One of the account's writes, reserved by an import before it reads anything.
+type ImportWrite = Reservation<String>;
+
+/// A refusal of an import before its save: the reserved write is spent.
+fn refused(write: ImportWrite, error: ServiceError) -> ServiceError {
+    write.keep();
+    error
+}
+
+/// `result` of the part of an import before its save: a refusal spends the reserved write,
+/// anything else gives it back (the save spends its own).
+fn settle<T>(write: ImportWrite, result: ServiceResult<T>) -> ServiceResult<T> {
+    result.map_err(|e| refused(write, e))
+}
+
+/// What an upload or a download holds, read: one skill, or several skill folders (read one by
+/// one later, each refused on its own).
+enum Read {
+    One(Box<Package>),
+    Several(batch::Batch),
+}
+
+/// Sorts `files` into one skill or several and reads the one skill (CPU work: run it off the
+/// async workers). `explain` rewrites the error of reading the one skill.
+fn read_contents(
+    files: Vec<PackageFile>,
+    hints: &NameHints,
+    explain: impl FnOnce(PackageError) -> PackageError,
+) -> Result<Read, PackageError> {
+    match batch::sort_out(files)? {
+        Contents::Single(files) => package::read_files_with(files, hints)
+            .map(|package| Read::One(Box::new(package)))
+            .map_err(explain),
+        Contents::Several(batch) => Ok(Read::Several(batch)),
+    }
+}
+
 impl Service {
+    /// Reserves the write an import spends when it is refused (see the module
+    /// documentation): RATE_LIMITED with `Retry-After` when the account has none left.
+    async fn reserve_import_write(&self, principal: &Principal) -> ServiceResult<ImportWrite> {
+        self.writes
+            .reserve(principal.account.account_id.clone())
+            .await
+            .map_err(|wait| {
+                let secs = crate::throttle::retry_after_secs(wait);
+                ServiceError::RateLimited {
+                    message: format!("too many writes from this account; retry in {secs} s"),
+                    retry_after_secs: secs,
+                }
+            })
+    }
+
+    /// Checks, before its body is read, an upload that says it is a SKILL.md of `declared`
+    /// bytes: one larger than any SKILL.md that could be imported ([`package::SKILL_MD_MAX_BYTES`]) is
+    /// refused (PAYLOAD_TOO_LARGE, `details.field: SKILL.md`) and spends a write, as every
+    /// refused import does.
+    pub async fn check_skill_md_upload(
+        &self,
+        principal: &Principal,
+        declared: u64,
+    ) -> ServiceResult<()> {
+        principal.require(Scope::Write)?;
+        let Err(too_large) = check_skill_md_size(declared) else {
+            return Ok(());
+        };
+        let write = self.reserve_import_write(principal).await?;
+        Err(refused(write, too_large.into()))
+    }
+
     /// Imports a ZIP: a skill folder, a Source Capsule, or several skill folders.
     pub async fn import_archive(
         &self,
@@ -233,9 +310,16 @@ impl Service {
         options: ImportOptions,
     ) -> ServiceResult<ImportAnswer> {
         principal.require(Scope::Write)?;
+        let write = self.reserve_import_write(principal).await?;
         let source = upload_source("zip", &bytes, options.file_name.as_deref());
-        let files = blocking(move || package::unzip(&bytes, &ArchiveLimits::default())).await??;
-        self.import_files(principal, files, options, None, source, |e| e)
+        let files = blocking(move || package::unzip(&bytes, &ArchiveLimits::default()))
+            .await
+            .and_then(|read| read.map_err(ServiceError::from));
+        let files = match files {
+            Ok(files) => files,
+            Err(e) => return Err(refused(write, e)),
+        };
+        self.import_files(principal, write, files, options, None, source, |e| e)
             .await
     }
 
@@ -247,104 +331,20 @@ impl Service {
         options: ImportOptions,
     ) -> ServiceResult<Imported> {
         principal.require(Scope::Write)?;
-        let source = upload_source("skill_md", &bytes, options.file_name.as_deref());
-        let hints = NameHints {
-            folder: None,
-            slug: options.slug.clone(),
-        };
-        let package = package::read_skill_md_with(&bytes, &hints)?;
-        self.save_one(principal, package, options, None, source)
-            .await
-    }
-
-    /// Imports from a GitHub or ClawHub URL (see [`crate::fetch`] for the accepted shapes
-    /// and the outbound rules): the skill the URL names, or every skill folder under it.
-    /// Scope and workspace are checked before anything is fetched.
-    pub async fn import_url(
-        &self,
-        principal: &Principal,
-        url: &str,
-        options: ImportOptions,
-    ) -> ServiceResult<ImportAnswer> {
-        principal.require(Scope::Write)?;
-        let remote = fetch::parse_skill_url(url)?;
-        // A workspace or role that could not take the save is refused without a download.
-        let access = self.access(principal).await?;
-        save_target(&access, options.workspace.as_deref(), options.intent)?;
-        let config = self.fetch_config();
-        let download = remote.download_url(&config)?;
-        let fetched = fetch::fetch(&config, download).await?;
-        let mut source = json!({
-            "kind": remote.kind(),
-            "url": url.trim(),
-            "archive_url": fetched.final_url,
-            "sha256": fetched.sha256,
-            "size": fetched.bytes.len(),
-            "fetched_at": xmemo_store::now(),
-        });
-        let remote_for_read = remote.clone();
-        let bytes = fetched.bytes;
-        let (files, extra) = blocking(move || remote_files(&remote_for_read, &bytes)).await??;
-        if let (Some(obj), Value::Object(extra)) = (source.as_object_mut(), extra) {
-            obj.extend(extra);
+        let write = self.reserve_import_write(principal).await?;
+        let prepared = async {
+            check_skill_md_size(bytes.len() as u64)?;
+            let source = upload_source("skill_md", &bytes, options.file_name.as_deref());
+            let hints = NameHints {
+                folder: None,
+                slug: options.slug.clone(),
+            };
+            let package = blocking(move || package::read_skill_md_with(&bytes, &hints)).await??;
+            let (slug, target) = self.plan_one(principal, &package, &options, None).await?;
+            Ok((package, slug, target, source))
         }
-        let folder_hint = match &remote {
-            RemoteSkill::GitHub { path, repo, .. } => path
-                .as_deref()
-                .and_then(|p| p.rsplit('/').next())
-                .or(Some(repo.as_str()))
-                .map(str::to_string),
-            RemoteSkill::ClawHub { slug, .. } => Some(slug.clone()),
-        };
-        let hint = missing_root_hint(&remote);
-        self.import_files(principal, files, options, folder_hint, source, hint)
-            .await
-    }
-
-    /// One skill or several, by what `files` hold.
-    async fn import_files(
-        &self,
-        principal: &Principal,
-        files: Vec<PackageFile>,
-        options: ImportOptions,
-        folder_hint: Option<String>,
-        source: Value,
-        explain: impl FnOnce(PackageError) -> PackageError,
-    ) -> ServiceResult<ImportAnswer> {
-        match batch::sort_out(files)? {
-            Contents::Single(files) => {
-                let hints = NameHints {
-                    folder: folder_hint.clone(),
-                    slug: options.slug.clone(),
-                };
-                let package = blocking(move || package::read_files_with(files, &hints))
-                    .await?
-                    .map_err(explain)?;
-                let mut source = source;
-                add_capsule_origin(&mut source, &package);
-                let imported = self
-                    .save_one(principal, package, options, folder_hint, source)
-                    .await?;
-                Ok(ImportAnswer::One(Box::new(imported)))
-            }
-            Contents::Several(batch) => Ok(ImportAnswer::Several(
-                self.import_batch(principal, batch, options, source).await?,
-            )),
-        }
-    }
-
-    async fn save_one(
-        &self,
-        principal: &Principal,
-        package: Package,
-        options: ImportOptions,
-        folder_hint: Option<String>,
-        source: Value,
-    ) -> ServiceResult<Imported> {
-        let slug = choose_slug(options.slug.clone(), &package, folder_hint.as_deref())?;
-        xmemo_core::validate_slug("slug", &slug)?;
-        let access = self.access(principal).await?;
-        let target = save_target(&access, options.workspace.as_deref(), options.intent)?;
+        .await;
+        let (package, slug, target, source) = settle(write, prepared)?;
         self.save_package(
             principal,
             &target,
@@ -357,10 +357,130 @@ impl Service {
         .await
     }
 
-    /// Every skill folder of `batch`, one after the other, into one workspace.
+    /// Imports from a GitHub or ClawHub URL (see [`crate::fetch`] for the accepted shapes
+    /// and the outbound rules): the skill the URL names, or every skill folder under it.
+    /// Scope and workspace are checked before anything is fetched.
+    pub async fn import_url(
+        &self,
+        principal: &Principal,
+        url: &str,
+        options: ImportOptions,
+    ) -> ServiceResult<ImportAnswer> {
+        principal.require(Scope::Write)?;
+        let write = self.reserve_import_write(principal).await?;
+        let fetched = async {
+            let remote = fetch::parse_skill_url(url)?;
+            // A workspace or role that could not take the save is refused without a download.
+            let access = self.access(principal).await?;
+            save_target(&access, options.workspace.as_deref(), options.intent)?;
+            let config = self.fetch_config();
+            let download = remote.download_url(&config)?;
+            let fetched = fetch::fetch(&config, download).await?;
+            let mut source = json!({
+                "kind": remote.kind(),
+                "url": url.trim(),
+                "archive_url": fetched.final_url,
+                "sha256": fetched.sha256,
+                "size": fetched.bytes.len(),
+                "fetched_at": xmemo_store::now(),
+            });
+            let remote_for_read = remote.clone();
+            let bytes = fetched.bytes;
+            let (files, extra) = blocking(move || remote_files(&remote_for_read, &bytes)).await??;
+            if let (Some(obj), Value::Object(extra)) = (source.as_object_mut(), extra) {
+                obj.extend(extra);
+            }
+            Ok((remote, files, source))
+        }
+        .await;
+        let (remote, files, source) = match fetched {
+            Ok(fetched) => fetched,
+            Err(e) => return Err(refused(write, e)),
+        };
+        let folder_hint = match &remote {
+            RemoteSkill::GitHub { path, repo, .. } => path
+                .as_deref()
+                .and_then(|p| p.rsplit('/').next())
+                .or(Some(repo.as_str()))
+                .map(str::to_string),
+            RemoteSkill::ClawHub { slug, .. } => Some(slug.clone()),
+        };
+        let hint = missing_root_hint(&remote);
+        self.import_files(principal, write, files, options, folder_hint, source, hint)
+            .await
+    }
+
+    /// One skill or several, by what `files` hold; `write` is the import's reserved write.
+    #[allow(clippy::too_many_arguments)]
+    async fn import_files(
+        &self,
+        principal: &Principal,
+        write: ImportWrite,
+        files: Vec<PackageFile>,
+        options: ImportOptions,
+        folder_hint: Option<String>,
+        source: Value,
+        explain: impl FnOnce(PackageError) -> PackageError + Send + 'static,
+    ) -> ServiceResult<ImportAnswer> {
+        let hints = NameHints {
+            folder: folder_hint.clone(),
+            slug: options.slug.clone(),
+        };
+        let read = blocking(move || read_contents(files, &hints, explain))
+            .await
+            .and_then(|read| read.map_err(ServiceError::from));
+        match read {
+            Err(e) => Err(refused(write, e)),
+            Ok(Read::One(package)) => {
+                let package = *package;
+                let mut source = source;
+                add_capsule_origin(&mut source, &package);
+                let planned = self
+                    .plan_one(principal, &package, &options, folder_hint.as_deref())
+                    .await;
+                let (slug, target) = settle(write, planned)?;
+                let imported = self
+                    .save_package(
+                        principal,
+                        &target,
+                        slug,
+                        package,
+                        options.expected_revision_id,
+                        options.allow_duplicates,
+                        source,
+                    )
+                    .await?;
+                Ok(ImportAnswer::One(Box::new(imported)))
+            }
+            Ok(Read::Several(batch)) => Ok(ImportAnswer::Several(
+                self.import_batch(principal, write, batch, options, source)
+                    .await?,
+            )),
+        }
+    }
+
+    /// The slug and the workspace one skill is saved as (every check before its save).
+    async fn plan_one(
+        &self,
+        principal: &Principal,
+        package: &Package,
+        options: &ImportOptions,
+        folder_hint: Option<&str>,
+    ) -> ServiceResult<(String, SaveTarget)> {
+        let slug = choose_slug(options.slug.clone(), package, folder_hint)?;
+        xmemo_core::validate_slug("slug", &slug)?;
+        let access = self.access(principal).await?;
+        let target = save_target(&access, options.workspace.as_deref(), options.intent)?;
+        Ok((slug, target))
+    }
+
+    /// Every skill folder of `batch`, one after the other, into one workspace. The import's
+    /// write is spent when the import is refused as a whole or none of its skills can be
+    /// read; each skill saved spends its own.
     async fn import_batch(
         &self,
         principal: &Principal,
+        write: ImportWrite,
         batch: batch::Batch,
         options: ImportOptions,
         source: Value,
@@ -374,28 +494,46 @@ impl Service {
             ),
         ] {
             if given {
-                return Err(ServiceError::validation(
-                    format!(
-                        "`{field}` is for an import of one skill, and this one holds {count} \
-                         skill folders (their slugs come from their folders)"
+                return Err(refused(
+                    write,
+                    ServiceError::validation(
+                        format!(
+                            "`{field}` is for an import of one skill, and this one holds \
+                             {count} skill folders (their slugs come from their folders)"
+                        ),
+                        field,
                     ),
-                    field,
                 ));
             }
         }
-        let access = self.access(principal).await?;
-        let target = save_target(&access, options.workspace.as_deref(), options.intent)?;
+        let target =
+            match self.access(principal).await.and_then(|access| {
+                save_target(&access, options.workspace.as_deref(), options.intent)
+            }) {
+                Ok(target) => target,
+                Err(e) => return Err(refused(write, e)),
+            };
         let folders: Vec<String> = batch.skills.iter().map(|s| s.folder.clone()).collect();
         let plan = batch::plan_slugs(&folders);
         // Reading is CPU work: every folder at once, off the async workers.
         let skills = batch.skills;
-        let packages: Vec<Result<Package, PackageError>> = blocking(move || {
+        let packages = blocking(move || {
             skills
                 .into_iter()
                 .map(|SkillFiles { files, .. }| package::read_files(files))
-                .collect()
+                .collect::<Vec<Result<Package, PackageError>>>()
         })
-        .await?;
+        .await;
+        let packages = match packages {
+            Ok(packages) => packages,
+            Err(e) => return Err(refused(write, e)),
+        };
+        if packages.iter().all(Result::is_err) {
+            write.keep();
+        } else {
+            // Given back before the saves, each of which reserves from the same budget.
+            drop(write);
+        }
         let mut results = Vec::with_capacity(count);
         for (plan, read) in plan.into_iter().zip(packages) {
             let mut warnings: Vec<Repair> = plan.note.into_iter().collect();
@@ -710,7 +848,9 @@ fn where_(owner: &str, repo: &str, git_ref: Option<&str>) -> String {
 }
 
 /// A repository with no skill folder at all: say where one would be found.
-fn missing_root_hint(remote: &RemoteSkill) -> impl FnOnce(PackageError) -> PackageError {
+fn missing_root_hint(
+    remote: &RemoteSkill,
+) -> impl FnOnce(PackageError) -> PackageError + Send + 'static + use<> {
     let hint = match remote {
         RemoteSkill::GitHub {
             owner,
@@ -729,5 +869,101 @@ fn missing_root_hint(remote: &RemoteSkill) -> impl FnOnce(PackageError) -> Packa
             PackageError::MissingSkillMd { hint }
         }
         (e, _) => e,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::throttle::LimiterConfig;
+    use std::sync::Arc;
+    use std::time::Duration;
+    use xmemo_core::package::SKILL_MD_MAX_BYTES;
+
+    /// A service whose accounts have `writes` writes (none regained during a test), and its
+    /// first account with every scope.
+    async fn service_with_writes(writes: u32) -> (Service, Principal, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = xmemo_store::sqlite::SqliteStore::open(&dir.path().join("x.db"))
+            .await
+            .unwrap();
+        let service = Service::new(Arc::new(store)).with_budgets_changed(|b| {
+            b.writes = LimiterConfig::new(writes, Duration::from_secs(3600));
+        });
+        let (account, _) = service
+            .bootstrap()
+            .await
+            .unwrap()
+            .expect("an empty database");
+        (service, Principal::operator(account), dir)
+    }
+
+    fn skill_md(slug: &str) -> Vec<u8> {
+        format!("---\nname: {slug}\ndescription: Does {slug}.\n---\n\n# {slug}\n").into_bytes()
+    }
+
+    fn code(result: ServiceResult<impl std::fmt::Debug>) -> &'static str {
+        result.expect_err("refused").code().as_str()
+    }
+
+    #[tokio::test]
+    async fn a_refused_import_spends_a_write_and_a_spent_budget_refuses_before_reading() {
+        let (service, admin, _dir) = service_with_writes(4).await;
+        let options = ImportOptions::default;
+        // Too large to be a SKILL.md: refused unread, with the limit named.
+        let oversized = vec![b'\n'; SKILL_MD_MAX_BYTES + 1];
+        let e = service
+            .import_skill_md(&admin, oversized.clone(), options())
+            .await
+            .unwrap_err();
+        assert_eq!(e.code().as_str(), "PAYLOAD_TOO_LARGE");
+        assert_eq!(e.details().unwrap()["field"], "SKILL.md", "{e:?}");
+        assert_eq!(e.details().unwrap()["limit"], SKILL_MD_MAX_BYTES);
+        // An upload that announced its size, before its body was read.
+        let declared = service
+            .check_skill_md_upload(&admin, SKILL_MD_MAX_BYTES as u64 + 1)
+            .await;
+        assert_eq!(code(declared), "PAYLOAD_TOO_LARGE");
+        service
+            .check_skill_md_upload(&admin, SKILL_MD_MAX_BYTES as u64)
+            .await
+            .expect("a size a SKILL.md can have spends nothing");
+        // A ZIP that is not one, and a SKILL.md that cannot be read.
+        let zip = service
+            .import_archive(&admin, b"PK\x03\x04 not a zip".to_vec(), options())
+            .await;
+        assert_eq!(code(zip), "VALIDATION_ERROR");
+        let unreadable = service
+            .import_skill_md(&admin, b"no name, no heading".to_vec(), options())
+            .await;
+        assert_eq!(code(unreadable), "VALIDATION_ERROR");
+        // Four refusals spent the four writes: now even a good import is refused, unread.
+        for refused in [
+            code(service.import_skill_md(&admin, oversized, options()).await),
+            code(
+                service
+                    .import_skill_md(&admin, skill_md("ok"), options())
+                    .await,
+            ),
+            code(service.import_archive(&admin, vec![], options()).await),
+        ] {
+            assert_eq!(refused, "RATE_LIMITED");
+        }
+    }
+
+    #[tokio::test]
+    async fn an_import_that_is_saved_spends_one_write() {
+        let (service, admin, _dir) = service_with_writes(3).await;
+        for slug in ["one", "two", "three"] {
+            let imported = service
+                .import_skill_md(&admin, skill_md(slug), ImportOptions::default())
+                .await
+                .unwrap();
+            assert!(imported.saved.created, "{slug}");
+        }
+        let fourth = service
+            .import_skill_md(&admin, skill_md("four"), ImportOptions::default())
+            .await;
+        assert_eq!(code(fourth), "RATE_LIMITED");
     }
 }

@@ -5,14 +5,16 @@
 //! CONFLICT, and the editor comes back with everything the person typed or uploaded.
 
 use super::{
-    Chrome, Ctx, PageResult, Params, Posted, Signed, SkillAt, posted, render, see_other, workspaces,
+    Chrome, Ctx, PageResult, Params, Posted, Signed, SignedPost, SkillAt, foreign_form, render,
+    see_other, unreadable, workspaces,
 };
 use crate::error::ServiceError;
 use crate::service::types::{ComponentRequest, ContentEncoding, SaveRequest};
 use crate::state::AppState;
 use askama::Template;
+use axum::body::Bytes;
 use axum::extract::{Multipart, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use serde::Deserialize;
@@ -235,7 +237,7 @@ async fn edit_page(state: &AppState, ctx: &Ctx, q: &EditQuery) -> Result<EditorP
 struct Part {
     name: String,
     file_name: Option<String>,
-    bytes: Vec<u8>,
+    bytes: Bytes,
 }
 
 struct Parts(Vec<Part>);
@@ -251,29 +253,29 @@ impl Parts {
     }
 }
 
-/// Reads a whole multipart form (the body limit of the route bounds it).
-async fn read_parts(mut multipart: Multipart) -> Result<Parts, ServiceError> {
+/// Reads a whole multipart form (the body limit of the route bounds it), each part kept as
+/// the bytes it arrived in. A form that cannot be read is answered with the console's page.
+async fn read_parts(mut multipart: Multipart) -> Result<Parts, Response> {
     let mut parts = vec![];
     loop {
-        let field = multipart.next_field().await.map_err(|e| {
-            ServiceError::validation(format!("the form could not be read: {e}"), "form")
-        })?;
+        let field = multipart
+            .next_field()
+            .await
+            .map_err(|e| unreadable(e.status(), "form"))?;
         let Some(field) = field else { break };
         let name = field.name().unwrap_or_default().to_string();
         let file_name = field.file_name().map(str::to_string);
-        let bytes = field.bytes().await.map_err(|e| {
-            ServiceError::validation(format!("the form could not be read: {e}"), "form")
-        })?;
+        let bytes = field
+            .bytes()
+            .await
+            .map_err(|e| unreadable(e.status(), "form"))?;
         parts.push(Part {
             name,
             file_name,
-            bytes: bytes.to_vec(),
+            bytes,
         });
         if parts.len() > 10 * MAX_COMPONENTS + 100 {
-            return Err(ServiceError::validation(
-                "the form has too many fields",
-                "form",
-            ));
+            return Err(unreadable(StatusCode::UNPROCESSABLE_ENTITY, "form"));
         }
     }
     Ok(Parts(parts))
@@ -296,7 +298,7 @@ fn submitted_components(parts: &Parts) -> Result<Vec<ComponentRow>, ServiceError
         });
         let b64 = parts.text(&format!("c{i}_b64"));
         let bytes = if let Some(file) = upload {
-            file.bytes.clone()
+            file.bytes.to_vec()
         } else if !b64.is_empty() {
             base64::engine::general_purpose::STANDARD
                 .decode(b64.trim())
@@ -326,21 +328,20 @@ fn submitted_components(parts: &Parts) -> Result<Vec<ComponentRow>, ServiceError
     Ok(rows)
 }
 
+/// The editor's form: same origin and signed in before its body is read ([`SignedPost`]),
+/// then the form and its token.
 pub async fn save(
     State(state): State<AppState>,
-    headers: HeaderMap,
+    SignedPost(ctx): SignedPost,
     multipart: Multipart,
 ) -> Response {
     let parts = match read_parts(multipart).await {
         Ok(p) => p,
-        Err(e) => {
-            return (StatusCode::UNPROCESSABLE_ENTITY, e.public_message()).into_response();
-        }
+        Err(refused) => return refused,
     };
-    let ctx = match posted(&state, &headers, &parts.text("csrf")).await {
-        Ok(c) => c,
-        Err(r) => return r,
-    };
+    if let Some(refused) = foreign_form(&ctx, &parts.text("csrf")) {
+        return refused;
+    }
     let all = workspaces(&state, &ctx).await;
     let mut page = editor(&ctx, &all);
     page.is_new = parts.text("mode") == "new";

@@ -4,15 +4,19 @@
 //! warnings, a duplicate, or several skills shows what happened to each first (#24: nothing
 //! is repaired silently).
 
-use super::{Chrome, PageResult, Signed, posted, render, see_other, skill_link, workspaces};
+use super::{
+    Chrome, PageResult, Signed, SignedPost, foreign_form, render, see_other, skill_link,
+    unreadable, workspaces,
+};
 use crate::error::ServiceError;
 use crate::service::types::WorkspaceView;
 use crate::service::{BatchImported, ImportAnswer, ImportOptions, ImportOutcome, Imported};
 use crate::state::AppState;
 use askama::Template;
+use axum::body::Bytes;
 use axum::extract::{Multipart, State};
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::http::StatusCode;
+use axum::response::Response;
 use xmemo_core::SaveIntent;
 use xmemo_core::package::Repair;
 
@@ -36,33 +40,28 @@ pub async fn page(State(state): State<AppState>, Signed(ctx): Signed) -> Respons
     )
 }
 
+/// Most parts the import form is read for (it has eight fields); the rest is not read.
+const IMPORT_FORM_PARTS_MAX: usize = 20;
+
+/// The import form: same origin and signed in before its body is read ([`SignedPost`]), then
+/// the form (within the upload limit) and its token; the service bounds and reads the file.
 pub async fn submit(
     State(state): State<AppState>,
-    headers: HeaderMap,
+    SignedPost(ctx): SignedPost,
     mut multipart: Multipart,
 ) -> PageResult {
-    let mut fields: Vec<(String, Option<String>, Vec<u8>)> = vec![];
-    loop {
-        match multipart.next_field().await {
-            Ok(Some(field)) => {
-                let name = field.name().unwrap_or_default().to_string();
-                let file_name = field.file_name().map(str::to_string);
-                match field.bytes().await {
-                    Ok(b) => fields.push((name, file_name, b.to_vec())),
-                    Err(_) => break,
-                }
-                if fields.len() > 20 {
-                    break;
-                }
-            }
+    let mut fields: Vec<(String, Option<String>, Bytes)> = vec![];
+    while fields.len() < IMPORT_FORM_PARTS_MAX {
+        let field = match multipart.next_field().await {
+            Ok(Some(field)) => field,
             Ok(None) => break,
-            Err(_) => {
-                return Ok((
-                    StatusCode::UNPROCESSABLE_ENTITY,
-                    "the form could not be read",
-                )
-                    .into_response());
-            }
+            Err(e) => return Ok(unreadable(e.status(), "form")),
+        };
+        let name = field.name().unwrap_or_default().to_string();
+        let file_name = field.file_name().map(str::to_string);
+        match field.bytes().await {
+            Ok(b) => fields.push((name, file_name, b)),
+            Err(e) => return Ok(unreadable(e.status(), "form")),
         }
     }
     let text = |n: &str| {
@@ -72,10 +71,9 @@ pub async fn submit(
             .map(|(_, _, v)| String::from_utf8_lossy(v).trim().to_string())
             .unwrap_or_default()
     };
-    let ctx = match posted(&state, &headers, &text("csrf")).await {
-        Ok(c) => c,
-        Err(r) => return Ok(r),
-    };
+    if let Some(refused) = foreign_form(&ctx, &text("csrf")) {
+        return Ok(refused);
+    }
     let options = ImportOptions {
         workspace: Some(text("ws")).filter(|s| !s.is_empty()),
         slug: Some(text("slug")).filter(|s| !s.is_empty()),
@@ -89,9 +87,12 @@ pub async fn submit(
         allow_duplicates: text("allow_duplicates") == "1",
     };
     let url = text("url");
-    let file = fields.iter().find(|(k, f, v)| {
-        k == "file" && (f.as_deref().is_some_and(|f| !f.is_empty()) || !v.is_empty())
-    });
+    let file = fields
+        .iter()
+        .position(|(k, f, v)| {
+            k == "file" && (f.as_deref().is_some_and(|f| !f.is_empty()) || !v.is_empty())
+        })
+        .map(|at| fields.swap_remove(at));
     let result = match (file, url.is_empty()) {
         (Some((_, name, bytes)), _) => {
             let options = ImportOptions {
@@ -102,15 +103,17 @@ pub async fn submit(
                 || name
                     .as_deref()
                     .is_some_and(|n| n.to_ascii_lowercase().ends_with(".zip"));
+            // Moved to the service, not cloned: the form is done with.
+            let bytes = Vec::from(bytes);
             if is_zip {
                 state
                     .service
-                    .import_archive(&ctx.principal, bytes.clone(), options)
+                    .import_archive(&ctx.principal, bytes, options)
                     .await
             } else {
                 state
                     .service
-                    .import_skill_md(&ctx.principal, bytes.clone(), options)
+                    .import_skill_md(&ctx.principal, bytes, options)
                     .await
                     .map(|i| ImportAnswer::One(Box::new(i)))
             }

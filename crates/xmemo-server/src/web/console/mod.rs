@@ -5,6 +5,10 @@
 //!
 //! Every page answers a signed-out visitor with the sign-in page (and back); every
 //! state-changing form passes the same-origin check and carries the session's form token.
+//! A post is checked for its origin and session from its head ([`SignedPost`]) before any of
+//! its body is read, and each route reads at most what its form needs (`http/limits.rs`:
+//! forms 64 KiB and [`FORM_FIELDS_MAX`] fields, the preview [`PREVIEW_LIMIT_BYTES`], saves
+//! and imports [`UPLOAD_LIMIT_BYTES`]).
 //! Pages leave with a strict Content-Security-Policy whose only script is `/assets/console.js`
 //! (this server's own file: live preview, adding component rows).
 //!
@@ -31,7 +35,9 @@ use super::pages::{self, secure_headers};
 use super::session::{self, PostRefusal};
 pub use super::session::{Ctx, see_other};
 use crate::error::ServiceError;
-use crate::http::limits::{FORM_LIMIT_BYTES, UPLOAD_LIMIT_BYTES};
+use crate::http::limits::{
+    FORM_FIELDS_MAX, FORM_LIMIT_BYTES, PREVIEW_LIMIT_BYTES, UPLOAD_LIMIT_BYTES,
+};
 use crate::service::types::WorkspaceView;
 use crate::state::AppState;
 use askama::Template;
@@ -39,7 +45,7 @@ use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts, Path, Query, Request, State};
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, StatusCode, Uri, header};
+use axum::http::{StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
 
@@ -114,15 +120,41 @@ fn notice_text(code: &str) -> Option<&'static str> {
     })
 }
 
-/// A state-changing request: from this site, signed in, with the session's form token.
-pub async fn posted(state: &AppState, headers: &HeaderMap, token: &str) -> Result<Ctx, Response> {
-    session::posted(state, headers, token)
-        .await
-        .map_err(|refusal| match refusal {
-            PostRefusal::CrossSite(reason) => refused(reason),
-            PostRefusal::SignedOut => see_other("/login?next=%2Fconsole"),
-            PostRefusal::ForeignForm => refused("the form does not belong to this session"),
-        })
+/// What the console answers a post that failed one of the checks of `web/session.rs`.
+fn post_refused(refusal: PostRefusal) -> Response {
+    match refusal {
+        PostRefusal::CrossSite(reason) => refused(reason),
+        PostRefusal::SignedOut => see_other("/login?next=%2Fconsole"),
+        PostRefusal::ForeignForm => refused("the form does not belong to this session"),
+    }
+}
+
+/// The last check of a console post, once its form is read: the refusal page when the form
+/// does not carry the session's token.
+pub fn foreign_form(ctx: &Ctx, token: &str) -> Option<Response> {
+    session::form_token_matches(ctx, token)
+        .err()
+        .map(post_refused)
+}
+
+/// A console post whose body could not be read: larger than the route takes, too slow, or
+/// cut off. `what` says what was being read, for the person.
+pub fn unreadable(status: StatusCode, what: &str) -> Response {
+    if status == StatusCode::PAYLOAD_TOO_LARGE {
+        render_message(
+            status,
+            "Request refused",
+            &format!("The {what} is larger than this page accepts."),
+            "PAYLOAD_TOO_LARGE",
+        )
+    } else {
+        render_message(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Request refused",
+            &format!("The {what} could not be read."),
+            "VALIDATION_ERROR",
+        )
+    }
 }
 
 fn refused(reason: &str) -> Response {
@@ -246,7 +278,30 @@ pub fn when(at: &str) -> String {
 /// The fields of an urlencoded form, in order (names may repeat).
 pub struct Fields(pub Vec<(String, String)>);
 
+/// An urlencoded form with more than [`FORM_FIELDS_MAX`] fields.
+#[derive(Debug, PartialEq, Eq)]
+pub struct TooManyFields;
+
 impl Fields {
+    /// Reads an urlencoded body (`application/x-www-form-urlencoded`: `&`-separated
+    /// `name=value` pairs, `+` for a space, percent-escapes, invalid UTF-8 replaced). The
+    /// pairs are counted before any is decoded, so a form past [`FORM_FIELDS_MAX`] costs
+    /// no allocation at all, and one within it at most its own size again.
+    pub fn parse(body: &[u8]) -> Result<Fields, TooManyFields> {
+        let pairs = || body.split(|b| *b == b'&').filter(|pair| !pair.is_empty());
+        if pairs().nth(FORM_FIELDS_MAX).is_some() {
+            return Err(TooManyFields);
+        }
+        Ok(Fields(
+            pairs()
+                .map(|pair| match pair.iter().position(|b| *b == b'=') {
+                    Some(eq) => (form_decode(&pair[..eq]), form_decode(&pair[eq + 1..])),
+                    None => (form_decode(pair), String::new()),
+                })
+                .collect(),
+        ))
+    }
+
     pub fn get(&self, name: &str) -> &str {
         self.0
             .iter()
@@ -259,23 +314,19 @@ impl Fields {
     }
 }
 
-/// Reads an urlencoded form and runs the POST checks.
-async fn form(
-    state: &AppState,
-    headers: &HeaderMap,
-    body: &[u8],
-) -> Result<(Ctx, Fields), Response> {
-    let fields: Vec<(String, String)> = serde_urlencoded::from_bytes(body).map_err(|_| {
-        render_message(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "Request refused",
-            "The form could not be read.",
-            "VALIDATION_ERROR",
-        )
-    })?;
-    let fields = Fields(fields);
-    let ctx = posted(state, headers, fields.get("csrf")).await?;
-    Ok((ctx, fields))
+/// One name or value of an urlencoded form, decoded.
+fn form_decode(raw: &[u8]) -> String {
+    let spaced: std::borrow::Cow<'_, [u8]> = if raw.contains(&b'+') {
+        raw.iter()
+            .map(|&b| if b == b'+' { b' ' } else { b })
+            .collect::<Vec<u8>>()
+            .into()
+    } else {
+        raw.into()
+    };
+    percent_encoding::percent_decode(&spaced)
+        .decode_utf8_lossy()
+        .into_owned()
 }
 
 /// Extractor of a console page: the signed-in person, or (rejection) the sign-in page that
@@ -292,18 +343,49 @@ impl FromRequestParts<AppState> for Signed {
     }
 }
 
-/// Extractor of a console form post: the POST checks passed ([`form`]) and its fields.
+/// Extractor of the checks of a console post that need no body (same origin, signed in):
+/// the first of every post's extractors, so a refused or signed-out post is answered before
+/// any of its body is read. The handler checks the form token ([`foreign_form`]) once it has
+/// read the form.
+pub struct SignedPost(pub Ctx);
+
+impl FromRequestParts<AppState> for SignedPost {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
+        session::signed_post(state, &parts.headers)
+            .await
+            .map(SignedPost)
+            .map_err(post_refused)
+    }
+}
+
+/// Extractor of a console form post: same origin and signed in ([`SignedPost`], before the
+/// body), then the urlencoded body within the route's limit, at most [`FORM_FIELDS_MAX`]
+/// fields, and the session's form token among them.
 pub struct Posted(pub Ctx, pub Fields);
 
 impl FromRequest<AppState> for Posted {
     type Rejection = Response;
 
     async fn from_request(req: Request, state: &AppState) -> Result<Self, Response> {
-        let headers = req.headers().clone();
-        let body = Bytes::from_request(req, state)
+        let (mut parts, body) = req.into_parts();
+        let SignedPost(ctx) = SignedPost::from_request_parts(&mut parts, state).await?;
+        let body = Bytes::from_request(Request::from_parts(parts, body), state)
             .await
-            .map_err(IntoResponse::into_response)?;
-        let (ctx, fields) = form(state, &headers, &body).await?;
+            .map_err(|e| unreadable(e.status(), "form"))?;
+        let fields = Fields::parse(&body).map_err(|TooManyFields| {
+            render_message(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "Request refused",
+                &format!("The form has more than {FORM_FIELDS_MAX} fields."),
+                "VALIDATION_ERROR",
+            )
+        })?;
+        drop(body);
+        if let Some(refused) = foreign_form(&ctx, fields.get("csrf")) {
+            return Err(refused);
+        }
         Ok(Posted(ctx, fields))
     }
 }
@@ -495,10 +577,61 @@ pub fn routes() -> Router<AppState> {
         .route("/console/{*unknown}", any(not_found_page))
         .route("/assets/console.js", get(script))
         .layer(DefaultBodyLimit::max(FORM_LIMIT_BYTES));
+    let preview = Router::new()
+        .route("/console/preview", post(editor::preview))
+        .layer(DefaultBodyLimit::max(PREVIEW_LIMIT_BYTES));
     let uploads = Router::new()
         .route("/console/skills/save", post(editor::save))
         .route("/console/import", post(import::submit))
-        .route("/console/preview", post(editor::preview))
         .layer(DefaultBodyLimit::max(UPLOAD_LIMIT_BYTES));
-    forms.merge(uploads)
+    forms.merge(preview).merge(uploads)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pairs(body: &str) -> Vec<(String, String)> {
+        Fields::parse(body.as_bytes()).expect("within the cap").0
+    }
+
+    #[test]
+    fn forms_are_read_as_browsers_write_them() {
+        let owned = |v: &[(&str, &str)]| {
+            v.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            pairs("csrf=t%2Bk&body=a+b%0D%0Ac&scope=x&scope=y"),
+            owned(&[
+                ("csrf", "t+k"),
+                ("body", "a b\r\nc"),
+                ("scope", "x"),
+                ("scope", "y")
+            ])
+        );
+        // Empty pieces are no fields; a name without `=` has an empty value; bad escapes and
+        // bytes that are not UTF-8 are kept as text rather than refused.
+        assert_eq!(
+            pairs("&&flag&n=%zz&u=%FF&&"),
+            owned(&[("flag", ""), ("n", "%zz"), ("u", "\u{fffd}")])
+        );
+        assert_eq!(pairs(""), owned(&[]));
+        // What serde_urlencoded (the reader before) gives, for a body with every feature.
+        let body = "a=1&b=%E2%9C%93+ok&c&=v&d=x%3Dy";
+        let before: Vec<(String, String)> = serde_urlencoded::from_str(body).unwrap();
+        assert_eq!(pairs(body), before);
+    }
+
+    #[test]
+    fn a_form_past_the_field_cap_is_refused_whole() {
+        let at_cap = "a&".repeat(FORM_FIELDS_MAX);
+        assert_eq!(pairs(&at_cap).len(), FORM_FIELDS_MAX);
+        let past = "a&".repeat(FORM_FIELDS_MAX + 1);
+        assert_eq!(Fields::parse(past.as_bytes()).err(), Some(TooManyFields));
+        // The attack of #29: one byte pair per field, the whole preview limit of them.
+        let attack = "a&".repeat(PREVIEW_LIMIT_BYTES / 2);
+        assert_eq!(Fields::parse(attack.as_bytes()).err(), Some(TooManyFields));
+    }
 }
