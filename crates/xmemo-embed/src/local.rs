@@ -230,8 +230,8 @@ impl Embedder for SentenceTransformer {
         &self.inner.id
     }
 
-    fn dimensions(&self) -> usize {
-        self.inner.dims
+    fn dimensions(&self) -> Option<usize> {
+        Some(self.inner.dims)
     }
 
     async fn embed(&self, texts: &[String], purpose: Purpose) -> EmbedResult<Vec<Vec<f32>>> {
@@ -331,8 +331,8 @@ impl Embedder for StaticModel {
         &self.inner.id
     }
 
-    fn dimensions(&self) -> usize {
-        self.inner.dims
+    fn dimensions(&self) -> Option<usize> {
+        Some(self.inner.dims)
     }
 
     async fn embed(&self, texts: &[String], _purpose: Purpose) -> EmbedResult<Vec<Vec<f32>>> {

@@ -3,22 +3,40 @@
 //! embeds skills and memories off the write path.
 //!
 //! Off unless the operator names a model (`--embedding-model`, `--embeddings-url`). A query
-//! whose embedding fails or takes too long is answered by full text alone, and says so in the
-//! lane's status (`xmemo admin doctor`, `/readyz`, `/metrics`); saves never wait for it.
+//! asks the model once, within [`QUERY_TIMEOUT`]; when that fails the lane is *degraded*: the
+//! following queries do not ask the model at all and are answered by full text alone at once,
+//! until a background probe sees the model answer a query in time again (after 0.5 s, then
+//! doubling pauses up to [`PROBE_PAUSE_MAX`]). A lane with an endpoint starts degraded, so a
+//! server starts and serves whether the endpoint answers or not. The lane's state is in
+//! `/readyz` (a fixed description of the failure, never the endpoint's address or answer),
+//! `xmemo admin doctor` and `/metrics`; saves never wait for it.
 
 use super::Service;
 use sha2::{Digest, Sha256};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
-use xmemo_embed::{Embedder, Purpose};
+use xmemo_embed::{EmbedError, Embedder, Purpose};
 use xmemo_store::{EmbeddedRow, Semantic};
 
 /// Weight of full text in the fused score by default: the convex combination measured best
 /// (docs/decisions.md).
 pub const DEFAULT_TEXT_WEIGHT: f64 = 0.5;
-/// A query's embedding takes at most this long before the recall goes on without it.
+/// A query's embedding takes at most this long (one try) before the recall goes on without
+/// it; the probe must answer within it too before queries ask the model again.
 pub const QUERY_TIMEOUT: Duration = Duration::from_secs(2);
+/// Pause before the first probe of a model that just failed; doubled after each failed
+/// probe up to [`PROBE_PAUSE_MAX`].
+pub const PROBE_PAUSE_FIRST: Duration = Duration::from_millis(500);
+/// Longest pause between two probes of a failing model: it answers again, and within this
+/// time queries use it again.
+pub const PROBE_PAUSE_MAX: Duration = Duration::from_secs(10);
+/// How often the probe looks whether the lane is degraded.
+const PROBE_LOOK: Duration = Duration::from_millis(250);
+/// What the probe embeds: a query's worth of text.
+const PROBE_TEXT: &str = "is the semantic lane back";
+/// Why a lane with an endpoint starts degraded.
+const NOT_ANSWERED_YET: &str = "the embeddings endpoint has not answered yet";
 /// Rows the worker claims at once.
 const WORK_BATCH: usize = 64;
 /// How long a worker's claim on a model lasts without being renewed.
@@ -26,10 +44,16 @@ const LEASE: Duration = Duration::from_secs(60);
 /// Pause of an idle worker before it looks at the log again.
 const IDLE: Duration = Duration::from_millis(500);
 
-#[derive(Debug, Default)]
+/// Whether queries ask the model (a circuit breaker: a failure opens it, only a probe that
+/// answers in time closes it).
+#[derive(Debug)]
 struct Health {
-    /// The last failure of the model or endpoint, until a success.
-    error: Option<String>,
+    /// Why recall answers by full text alone (a fixed description), while degraded.
+    degraded: Option<String>,
+    /// When the probe tries the model next, while degraded.
+    next_probe: Instant,
+    /// The pause after the next failed probe.
+    pause: Duration,
 }
 
 /// The lane of a service: its embedder, how its lanes are fused, and its state.
@@ -46,26 +70,35 @@ pub struct SemanticLane {
     lexical_only: AtomicU64,
 }
 
-/// What `xmemo admin doctor` and `/readyz` say of the lane.
+/// What the public `/readyz` says of the lane: whether queries use it, and why not, in words
+/// of the server's (no endpoint address, nothing the endpoint answered); the lane's lag and
+/// counts are for administrators (`/metrics`, `xmemo admin doctor`).
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct SemanticStatus {
     pub model: String,
-    pub dimensions: usize,
+    /// `None` until an embeddings endpoint first answers.
+    pub dimensions: Option<usize>,
     /// `ok`, or `degraded`: recall answers by full text alone until the model answers again.
     pub state: &'static str,
     pub error: Option<String>,
-    /// Changes not embedded yet (the lane's lag), and vectors stored.
-    pub pending: i64,
-    pub vectors: i64,
     pub backfilling: bool,
 }
 
 impl SemanticLane {
     pub fn new(embedder: Arc<dyn Embedder>, text_weight: f64) -> Self {
+        // An endpoint not heard from yet is probed at once; queries wait for nothing.
+        let degraded = embedder
+            .dimensions()
+            .is_none()
+            .then(|| NOT_ANSWERED_YET.to_string());
         Self {
             embedder,
             text_weight: text_weight.clamp(0.0, 1.0),
-            health: Mutex::default(),
+            health: Mutex::new(Health {
+                degraded,
+                next_probe: Instant::now(),
+                pause: PROBE_PAUSE_FIRST,
+            }),
             pending: AtomicI64::new(0),
             vectors: AtomicI64::new(0),
             backfilling: AtomicI64::new(1),
@@ -79,32 +112,82 @@ impl SemanticLane {
         self.health.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn failed(&self, error: &xmemo_embed::EmbedError) {
-        self.failures.fetch_add(1, Ordering::Relaxed);
-        let text = error.to_string();
-        let mut health = self.health();
-        if health.error.as_deref() != Some(text.as_str()) {
-            tracing::warn!(error = %text, "the embedding model failed: recall uses full text alone until it answers");
-        }
-        health.error = Some(text);
+    fn is_degraded(&self) -> bool {
+        self.health().degraded.is_some()
     }
 
-    fn succeeded(&self) {
+    /// A query or the worker saw the model fail: queries stop asking it until a probe
+    /// answers. The log says which endpoint (without credentials) and how.
+    fn failed(&self, error: &EmbedError) {
+        self.failed_because(error.public_reason(), &error.to_string());
+    }
+
+    fn failed_because(&self, reason: String, detail: &str) {
+        self.failures.fetch_add(1, Ordering::Relaxed);
         let mut health = self.health();
-        if health.error.take().is_some() {
+        if health.degraded.as_deref() != Some(reason.as_str()) {
+            tracing::warn!(error = %detail, "the embedding model failed: recall uses full text alone until it answers");
+        }
+        if health.degraded.is_none() {
+            health.next_probe = Instant::now() + PROBE_PAUSE_FIRST;
+            health.pause = PROBE_PAUSE_FIRST;
+        }
+        health.degraded = Some(reason);
+    }
+
+    /// The probe failed: the next one waits twice as long (up to [`PROBE_PAUSE_MAX`]).
+    fn probe_failed(&self, reason: String, detail: &str) {
+        self.failures.fetch_add(1, Ordering::Relaxed);
+        let mut health = self.health();
+        if health.degraded.as_deref() != Some(reason.as_str()) {
+            tracing::warn!(error = %detail, "the embedding model still fails: recall uses full text alone until it answers");
+        }
+        health.degraded = Some(reason);
+        health.next_probe = Instant::now() + health.pause;
+        health.pause = (health.pause * 2).min(PROBE_PAUSE_MAX);
+    }
+
+    fn recovered(&self) {
+        let mut health = self.health();
+        if health.degraded.take().is_some() {
             tracing::info!("the embedding model answers again: the semantic lane is back");
+        }
+        health.pause = PROBE_PAUSE_FIRST;
+    }
+
+    /// `None` while healthy, else how long until the probe is due (zero: now).
+    fn probe_due_in(&self) -> Option<Duration> {
+        let health = self.health();
+        health.degraded.as_ref()?;
+        Some(health.next_probe.saturating_duration_since(Instant::now()))
+    }
+
+    /// One probe: a query's embedding, which must come within [`QUERY_TIMEOUT`] for queries
+    /// to ask the model again (a model that answers only slower would make each of them wait).
+    async fn probe(&self) {
+        let text = [PROBE_TEXT.to_string()];
+        match tokio::time::timeout(QUERY_TIMEOUT, self.embedder.embed(&text, Purpose::Query)).await
+        {
+            Ok(Ok(vectors)) if vectors.len() == 1 => self.recovered(),
+            Ok(Ok(_)) => self.probe_failed(
+                "the embedding model answered no vector".into(),
+                "the embedding model answered another number of vectors than texts",
+            ),
+            Ok(Err(e)) => self.probe_failed(e.public_reason(), &e.to_string()),
+            Err(_) => {
+                let reason = too_slow();
+                self.probe_failed(reason.clone(), &reason)
+            }
         }
     }
 
     pub fn status(&self) -> SemanticStatus {
-        let error = self.health().error.clone();
+        let error = self.health().degraded.clone();
         SemanticStatus {
             model: self.embedder.model_id().to_string(),
             dimensions: self.embedder.dimensions(),
             state: if error.is_some() { "degraded" } else { "ok" },
             error,
-            pending: self.pending.load(Ordering::Relaxed),
-            vectors: self.vectors.load(Ordering::Relaxed),
             backfilling: self.backfilling.load(Ordering::Relaxed) != 0,
         }
     }
@@ -112,24 +195,23 @@ impl SemanticLane {
     /// The Prometheus lines of the lane.
     pub fn render_metrics(&self, out: &mut String) {
         use crate::metrics::render_gauge;
-        let status = self.status();
         render_gauge(
             out,
             "xmemo_semantic_pending",
             "Skill and memory changes the semantic lane has not embedded yet (its lag).",
-            status.pending.max(0) as u64,
+            self.pending.load(Ordering::Relaxed).max(0) as u64,
         );
         render_gauge(
             out,
             "xmemo_semantic_vectors",
             "Vectors stored for the configured embedding model.",
-            status.vectors.max(0) as u64,
+            self.vectors.load(Ordering::Relaxed).max(0) as u64,
         );
         render_gauge(
             out,
             "xmemo_semantic_degraded",
             "1 while the embedding model fails and recall uses full text alone.",
-            u64::from(status.error.is_some()),
+            u64::from(self.is_degraded()),
         );
         for (name, help, value) in [
             (
@@ -139,12 +221,12 @@ impl SemanticLane {
             ),
             (
                 "xmemo_semantic_failures_total",
-                "Embedding calls that failed (queries and the worker).",
+                "Embedding calls that failed (queries, probes and the worker).",
                 &self.failures,
             ),
             (
                 "xmemo_semantic_lexical_only_total",
-                "Queries answered by full text alone because their embedding failed.",
+                "Queries answered by full text alone because the embedding model failed or the lane was degraded.",
                 &self.lexical_only,
             ),
         ] {
@@ -156,6 +238,31 @@ impl SemanticLane {
                 ),
             );
         }
+    }
+}
+
+fn too_slow() -> String {
+    format!(
+        "the embedding model took longer than {} s to embed a query",
+        QUERY_TIMEOUT.as_secs()
+    )
+}
+
+/// Probes a degraded lane until it answers in time, for as long as the lane lives.
+async fn probe_while_degraded(lane: Weak<SemanticLane>) {
+    loop {
+        let wait = {
+            let Some(lane) = lane.upgrade() else { return };
+            match lane.probe_due_in() {
+                Some(due) if due.is_zero() => {
+                    lane.probe().await;
+                    continue;
+                }
+                Some(due) => due.min(PROBE_LOOK),
+                None => PROBE_LOOK,
+            }
+        };
+        tokio::time::sleep(wait).await;
     }
 }
 
@@ -186,14 +293,18 @@ impl Service {
         self.semantic.as_ref().map(|l| l.status())
     }
 
-    /// The meaning of a query for the store, when the lane is on and the model answers in
-    /// time; else `None` and the recall goes on by full text.
+    /// The meaning of a query for the store, when the lane is on, not degraded, and the
+    /// model answers in time (one try); else `None` and the recall goes on by full text.
     pub(crate) async fn query_meaning(
         &self,
         text: &str,
         min_score: Option<f64>,
     ) -> Option<Semantic> {
         let lane = self.semantic.as_ref()?;
+        if lane.is_degraded() {
+            lane.lexical_only.fetch_add(1, Ordering::Relaxed);
+            return None;
+        }
         let started = Instant::now();
         let embedded = tokio::time::timeout(
             QUERY_TIMEOUT,
@@ -202,7 +313,6 @@ impl Service {
         .await;
         match embedded {
             Ok(Ok(mut vectors)) if !vectors.is_empty() => {
-                lane.succeeded();
                 tracing::trace!(us = started.elapsed().as_micros() as u64, "query embedded");
                 Some(Semantic {
                     model: lane.embedder.model_id().to_string(),
@@ -218,10 +328,8 @@ impl Service {
                 None
             }
             Err(_) => {
-                lane.failed(&xmemo_embed::EmbedError::Compute(format!(
-                    "the query took longer than {} s to embed",
-                    QUERY_TIMEOUT.as_secs()
-                )));
+                let reason = too_slow();
+                lane.failed_because(reason.clone(), &reason);
                 lane.lexical_only.fetch_add(1, Ordering::Relaxed);
                 None
             }
@@ -229,8 +337,10 @@ impl Service {
     }
 
     /// Starts the background worker that embeds what changed (and, for a new model, every
-    /// row there is). It holds the model's lease while it works, so on several nodes one of
-    /// them embeds each change; it stops when the service is dropped.
+    /// row there is), and the probe of a degraded lane. The worker holds the model's lease
+    /// while it works, so on several nodes one of them embeds each change, and tries a
+    /// failed batch again after a pause that doubles up to 30 s; both stop when the service
+    /// is dropped.
     pub fn start_embedding_worker(&self, owner: String) -> Option<tokio::task::JoinHandle<()>> {
         let lane = Arc::downgrade(self.semantic.as_ref()?);
         let service = self.clone();
@@ -238,7 +348,8 @@ impl Service {
         // without the lane.
         let mut store_side = service;
         store_side.semantic = None;
-        Some(tokio::spawn(async move {
+        let probed = lane.clone();
+        let worker = async move {
             let mut pause = IDLE;
             loop {
                 let Some(lane) = lane.upgrade() else { return };
@@ -255,6 +366,9 @@ impl Service {
                     }
                 }
             }
+        };
+        Some(tokio::spawn(async move {
+            tokio::join!(worker, probe_while_degraded(probed));
         }))
     }
 
@@ -293,13 +407,12 @@ impl Service {
         let mut vectors = if texts.is_empty() {
             Vec::new()
         } else {
+            // A success does not close the breaker: only the probe, which also checks that a
+            // query is answered in time, does.
             match lane.embedder.embed(&texts, Purpose::Document).await {
-                Ok(v) if v.len() == texts.len() => {
-                    lane.succeeded();
-                    v
-                }
+                Ok(v) if v.len() == texts.len() => v,
                 Ok(_) => {
-                    lane.failed(&xmemo_embed::EmbedError::Compute(
+                    lane.failed(&EmbedError::Compute(
                         "the model answered another number of vectors than texts".into(),
                     ));
                     return Err(Duration::from_secs(30));
