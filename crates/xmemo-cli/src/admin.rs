@@ -7,6 +7,7 @@ use clap::{Args, Subcommand};
 use serde_json::json;
 use xmemo_server::Service;
 use xmemo_server::bootstrap::open_store;
+use xmemo_server::service::Quotas;
 use xmemo_server::service::types::{CreateAccountRequest, CreateKeyRequest};
 use xmemo_store::{AuditFilter, verify_audit_chain};
 
@@ -82,7 +83,8 @@ enum AccountCommand {
     Unlock {
         handle: String,
     },
-    /// What the account has stored against its quotas (memories, skills, bytes)
+    /// What the account has stored against its quotas (memories, skills, bytes), and the
+    /// quotas the server started last in this database recorded (else the settings file's)
     Usage {
         handle: String,
     },
@@ -130,6 +132,51 @@ enum KeyCommand {
         account: String,
         key_id: String,
     },
+}
+
+/// The quotas of `quotas` as a node records them (`None`: no quota of that kind).
+fn node_quotas(node: &str, started_at: &str, quotas: &Quotas) -> xmemo_store::NodeQuotas {
+    let quota = |q: u64| (q != u64::MAX).then_some(q);
+    xmemo_store::NodeQuotas {
+        node: node.to_string(),
+        started_at: started_at.to_string(),
+        memories: quota(quotas.memories),
+        skills: quota(quotas.skills),
+        bytes: quota(quotas.bytes),
+    }
+}
+
+/// `7 memories, 10000 skills, no bytes quota`.
+fn describe_quotas(q: &xmemo_store::NodeQuotas) -> String {
+    [
+        (q.memories, "memories"),
+        (q.skills, "skills"),
+        (q.bytes, "bytes"),
+    ]
+    .iter()
+    .map(|(quota, what)| match quota {
+        Some(n) => format!("{n} {what}"),
+        None => format!("no {what} quota"),
+    })
+    .collect::<Vec<_>>()
+    .join(", ")
+}
+
+/// Records, as `xmemo serve` starts, the quotas this node enforces, so that `xmemo admin
+/// account usage` reports them rather than the settings file's (a server's flags and
+/// environment are not the operator's shell's). The record is for reports only: a failure
+/// is logged and the server starts.
+pub async fn record_serving_quotas(store: &dyn xmemo_store::Store, quotas: &Quotas) {
+    // The name the node's embedding worker goes by.
+    let node = format!(
+        "{}:{}",
+        std::env::var("HOSTNAME").unwrap_or_else(|_| "node".into()),
+        std::process::id()
+    );
+    let record = node_quotas(&node, &xmemo_store::model::now(), quotas);
+    if let Err(e) = store.record_node_quotas(&record).await {
+        tracing::warn!(error = %e, "could not record this server's quotas; `xmemo admin account usage` shows the settings file's");
+    }
 }
 
 #[derive(Subcommand)]
@@ -230,24 +277,65 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<()> {
         AdminCommand::Account(AccountCommand::Usage { handle }) => {
             let operator = service.operator_for(&handle).await?;
             let (used, _) = service.usage(&operator).await?;
-            let quotas = crate::settings::budgets_for_admin(&args.db)?.quotas;
+            let recorded = service.store().node_quotas().await?;
+            let (quotas, from) = match recorded.first() {
+                Some(newest) => (
+                    newest.clone(),
+                    format!(
+                        "quotas of the server started last, {} at {}",
+                        newest.node, newest.started_at
+                    ),
+                ),
+                None => (
+                    node_quotas(
+                        "",
+                        "",
+                        &crate::settings::budgets_for_admin(&args.db)?.quotas,
+                    ),
+                    "no server has recorded its quotas in this database: quotas of the \
+                     settings file"
+                        .to_string(),
+                ),
+            };
+            // Nodes still recorded that enforce other quotas (each node enforces its own).
+            let differing: Vec<&xmemo_store::NodeQuotas> = recorded
+                .iter()
+                .skip(1)
+                .filter(|n| {
+                    (n.memories, n.skills, n.bytes)
+                        != (quotas.memories, quotas.skills, quotas.bytes)
+                })
+                .collect();
+            let mut text = format!(
+                "{}: {} memories, {} skills, {} bytes; quotas {} ({from})",
+                operator.account.handle,
+                used.memories,
+                used.skills,
+                used.bytes,
+                describe_quotas(&quotas)
+            );
+            for n in &differing {
+                text.push_str(&format!(
+                    "\nnode {} (started {}, may no longer run) enforces {}",
+                    n.node,
+                    n.started_at,
+                    describe_quotas(n)
+                ));
+            }
             print_result_line(
                 args.json,
                 &json!({
                     "account_id": operator.account.account_id,
                     "usage": used,
                     "quotas": {"memories": quotas.memories, "skills": quotas.skills, "bytes": quotas.bytes},
+                    "quotas_from": if recorded.is_empty() {
+                        json!({"source": "settings_file"})
+                    } else {
+                        json!({"source": "server", "node": quotas.node, "started_at": quotas.started_at})
+                    },
+                    "other_nodes": differing,
                 }),
-                format!(
-                    "{}: {} memories, {} skills, {} bytes (quotas of the settings file: {} memories, {} skills, {} bytes; flags of a running server may differ)",
-                    operator.account.handle,
-                    used.memories,
-                    used.skills,
-                    used.bytes,
-                    quotas.memories,
-                    quotas.skills,
-                    quotas.bytes
-                ),
+                text,
             );
         }
         AdminCommand::Team(TeamCommand::Ownerless) => {

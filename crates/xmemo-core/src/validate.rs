@@ -196,8 +196,108 @@ pub fn reject_nul(field: &str, value: &str) -> Result<(), ValidationError> {
     Ok(())
 }
 
+/// Device names Windows reserves in every folder (compared case-insensitively): a file so
+/// named, whatever its extension, is the device (`CON.txt` is the console), so an archive
+/// holding one cannot be unpacked there. The superscript digits are reserved too.
+pub const WINDOWS_DEVICE_NAMES: &[&str] = &[
+    "CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$", "COM1", "COM2", "COM3", "COM4", "COM5",
+    "COM6", "COM7", "COM8", "COM9", "COM¹", "COM²", "COM³", "LPT1", "LPT2", "LPT3", "LPT4", "LPT5",
+    "LPT6", "LPT7", "LPT8", "LPT9", "LPT¹", "LPT²", "LPT³",
+];
+
+/// Whether `name` (a segment's part before its first dot, trailing spaces removed) is one of
+/// [`WINDOWS_DEVICE_NAMES`], in any case.
+pub fn is_windows_device_name(name: &str) -> bool {
+    WINDOWS_DEVICE_NAMES
+        .iter()
+        .any(|device| name.eq_ignore_ascii_case(device))
+}
+
+/// Characters Windows refuses in a file name (besides `\`, `/` and control characters,
+/// which every logical path refuses anyway).
+pub const WINDOWS_FORBIDDEN_CHARS: &[char] = &['<', '>', ':', '"', '|', '?', '*'];
+
+/// Characters that read as a dot or a path separator, or that Windows turns into one when
+/// a program converts a name to a legacy code page ("best fit": U+FF0E `．` becomes `.`,
+/// U+2215 `∕` becomes `/`, U+00A5 `¥` is the backslash of the Japanese code page). A name
+/// built of them displays as `..` or as another folder (`scripts/․․/SKILL.md` reads like
+/// the package's own SKILL.md), and an unpacker working in such a code page writes it as a
+/// real `..\`, outside the folder it unpacks into. The ASCII dot stays allowed inside
+/// a name (`.hidden`, `x..y`); these never are.
+pub fn is_dot_or_separator_lookalike(c: char) -> bool {
+    matches!(
+        c,
+        '\u{2024}'   // ONE DOT LEADER
+        | '\u{2025}' // TWO DOT LEADER
+        | '\u{2026}' // HORIZONTAL ELLIPSIS
+        | '\u{FE52}' // SMALL FULL STOP
+        | '\u{FF0E}' // FULLWIDTH FULL STOP
+        | '\u{2044}' // FRACTION SLASH
+        | '\u{2215}' // DIVISION SLASH
+        | '\u{29F8}' // BIG SOLIDUS
+        | '\u{FF0F}' // FULLWIDTH SOLIDUS
+        | '\u{2216}' // SET MINUS
+        | '\u{29F5}' // REVERSE SOLIDUS OPERATOR
+        | '\u{29F9}' // BIG REVERSE SOLIDUS
+        | '\u{FE68}' // SMALL REVERSE SOLIDUS
+        | '\u{FF3C}' // FULLWIDTH REVERSE SOLIDUS
+        | '\u{00A5}' // YEN SIGN (the backslash of code page 932)
+        | '\u{20A9}' // WON SIGN (the backslash of code page 949)
+    )
+}
+
+/// Why Windows cannot unpack a file at `path` under that name, or `None`. Per segment: a
+/// reserved device name ([`WINDOWS_DEVICE_NAMES`]) before the first dot, trailing spaces
+/// ignored as Windows ignores them; a trailing space or dot (Windows drops it, so `a.` and
+/// `a` are one file); a character of [`WINDOWS_FORBIDDEN_CHARS`]. Anywhere: a look-alike of
+/// a dot or a separator ([`is_dot_or_separator_lookalike`]). Control characters and
+/// backslashes are refused by [`validate_logical_path`] before this is asked.
+pub fn windows_unsafe_reason(path: &str) -> Option<String> {
+    if let Some(c) = path.chars().find(|c| is_dot_or_separator_lookalike(*c)) {
+        return Some(format!(
+            "holds U+{:04X} `{c}`, which reads as a dot or a path separator (and becomes one \
+             when Windows converts the name to a legacy code page)",
+            c as u32
+        ));
+    }
+    for segment in path.split('/') {
+        if let Some(c) = segment
+            .chars()
+            .find(|c| WINDOWS_FORBIDDEN_CHARS.contains(c))
+        {
+            return Some(format!(
+                "`{segment}` holds `{c}`, which Windows does not allow in file names \
+                 (< > : \" | ? *)"
+            ));
+        }
+        if segment.ends_with(' ') || segment.ends_with('.') {
+            return Some(format!(
+                "`{segment}` ends with a {}, which Windows drops from file names",
+                if segment.ends_with(' ') {
+                    "space"
+                } else {
+                    "dot"
+                }
+            ));
+        }
+        let stem = segment
+            .split('.')
+            .next()
+            .unwrap_or(segment)
+            .trim_end_matches(' ');
+        if is_windows_device_name(stem) {
+            return Some(format!(
+                "`{segment}` is a device name on Windows (CON, PRN, AUX, NUL, COM1-9, LPT1-9, \
+                 with any extension, in any case)"
+            ));
+        }
+    }
+    None
+}
+
 /// Relative POSIX path: no leading `/`, no empty, `.` or `..` segment, no backslash, control
-/// character or invisible/bidirectional mark ([`is_invisible_or_bidi`]), at most 255 bytes.
+/// character or invisible/bidirectional mark ([`is_invisible_or_bidi`]), nothing Windows
+/// cannot unpack ([`windows_unsafe_reason`]), at most 255 bytes.
 pub fn validate_logical_path(field: &str, path: &str) -> Result<(), ValidationError> {
     if path.is_empty() {
         return Err(ValidationError::invalid(field, "must not be empty"));
@@ -247,6 +347,12 @@ pub fn validate_logical_path(field: &str, path: &str) -> Result<(), ValidationEr
             }
             _ => {}
         }
+    }
+    if let Some(reason) = windows_unsafe_reason(path) {
+        return Err(ValidationError::invalid(
+            field,
+            format!("`{path}` cannot be unpacked on Windows: {reason}"),
+        ));
     }
     if RESERVED_ROOT_PATHS.contains(&path.to_lowercase().as_str()) {
         return Err(ValidationError::invalid(
@@ -603,6 +709,79 @@ mod tests {
                 err.message
             );
         }
+    }
+
+    #[test]
+    fn logical_paths_refuse_what_windows_cannot_unpack() {
+        for ok in [
+            "references/CONTRIBUTING.md",
+            "con-notes.md",
+            "docs/console.txt",
+            "auxiliary/readme.md",
+            "COM10.txt",
+            "LPT0",
+            "x..y",
+            ".hidden",
+            "notes/a b.md",
+            "a/b.c/d",
+            "資料（最新）.md",
+            "wait—then.md",
+        ] {
+            assert!(validate_logical_path("p", ok).is_ok(), "{ok}");
+        }
+        let refused = [
+            ("references/CON", "device name"),
+            ("con", "device name"),
+            ("Aux.md", "device name"),
+            ("scripts/nul.tar.gz", "device name"),
+            ("COM1", "device name"),
+            ("lpt9.txt", "device name"),
+            ("com\u{00B9}.txt", "device name"),
+            ("CON .txt", "device name"),
+            ("conin$", "device name"),
+            ("aux/readme.md", "device name"),
+            ("notes ", "ends with a space"),
+            ("docs /a.md", "ends with a space"),
+            ("file.", "ends with a dot"),
+            ("dir./x.md", "ends with a dot"),
+            ("...", "ends with a dot"),
+            ("a<b", "`<`"),
+            ("a>b", "`>`"),
+            ("c:d", "`:`"),
+            ("what?.md", "`?`"),
+            ("star*.md", "`*`"),
+            ("pipe|x", "`|`"),
+            ("say\"x\"", "`\"`"),
+            ("references/\u{2024}\u{2024}/SKILL.md", "U+2024"),
+            ("\u{2025}/x.md", "U+2025"),
+            ("scripts/\u{2026}", "U+2026"),
+            ("\u{FF0E}\u{FF0E}\u{FF0F}x", "U+FF0E"),
+            ("a\u{FF0F}b", "U+FF0F"),
+            ("a\u{2215}b", "U+2215"),
+            ("a\u{FF3C}b", "U+FF3C"),
+            ("..\u{00A5}..\u{00A5}x", "U+00A5"),
+        ];
+        for (bad, says) in refused {
+            let err = validate_logical_path("components[0].logical_path", bad).unwrap_err();
+            assert_eq!(err.field, "components[0].logical_path", "{bad:?}");
+            assert_eq!(err.code, ErrorCode::ValidationError, "{bad:?}");
+            assert!(
+                err.message
+                    .contains(&format!("`{bad}` cannot be unpacked on Windows"))
+                    && err.message.contains(says),
+                "{bad:?}: {}",
+                err.message
+            );
+        }
+        // A save names the component it refuses.
+        let mut c = content();
+        c.components = vec![
+            component("references/a.md", 1),
+            component("references/CON", 1),
+        ];
+        let err = validate_content(&c).unwrap_err();
+        assert_eq!(err.field, "components[1].logical_path");
+        assert!(err.message.contains("`references/CON`"), "{}", err.message);
     }
 
     #[test]

@@ -420,3 +420,57 @@ async fn team_memories_show_who_saved_them_and_roles_apply() {
         )
     );
 }
+
+/// Issue #29: memory recall refuses the control characters Level 0 refuses in a query (NUL
+/// first: PostgreSQL cannot take it, SQLite would answer), with the same error and field;
+/// tab and line breaks stay text in both.
+#[tokio::test]
+async fn memory_recall_refuses_control_characters_in_the_query_as_level_0_does() {
+    let s = TestServer::start().await;
+    let key = s.admin_key.clone();
+    remember(
+        &s,
+        &key,
+        json!({"kind": "fact", "content": "The deploy runs at noon."}),
+    )
+    .await
+    .expect_ok();
+    for bad in [
+        "deploy%00noon",
+        "%00",
+        "deploy%1B%5B2J",
+        "deploy%08",
+        "deploy%7F",
+        "deploy%C2%9B",
+    ] {
+        for path in [BASE, "/api/v1/skills"] {
+            let r = s.get(&format!("{path}?query={bad}"), &key).await;
+            let err = r.expect_error(422, "VALIDATION_ERROR");
+            assert_eq!(
+                err["details"]["field"], "query",
+                "{path}?query={bad}: {}",
+                r.body
+            );
+            assert!(
+                err["message"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .contains("control character U+"),
+                "{path}?query={bad}: {}",
+                r.body
+            );
+        }
+    }
+    let found = s.get(&format!("{BASE}?query=deploy%09noon%0A"), &key).await;
+    assert_eq!(
+        found.expect_ok()["data"]["memories"]
+            .as_array()
+            .map(Vec::len),
+        Some(1),
+        "{}",
+        found.body
+    );
+    s.get("/api/v1/skills?query=deploy%09noon%0A", &key)
+        .await
+        .expect_ok();
+}

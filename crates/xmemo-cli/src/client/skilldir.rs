@@ -122,16 +122,11 @@ pub fn zip(dir: &Path) -> anyhow::Result<Zipped> {
                 .add_symlink(name, target, options(0o777))
                 .map_err(zip_err)?,
             EntryKind::File { executable } => {
-                let bytes = std::fs::read(&entry.path).map_err(|e| {
-                    fail(Failure::input(format!(
-                        "cannot read `{}`: {e}",
-                        entry.path.display()
-                    )))
-                })?;
-                total += bytes.len() as u64;
-                if total > BODY_LIMIT as u64 {
+                let room = (BODY_LIMIT as u64).saturating_sub(total);
+                let Some(bytes) = read_at_most(&entry.path, room)? else {
                     return Err(too_large(dir));
-                }
+                };
+                total += bytes.len() as u64;
                 let mode = if executable { 0o755 } else { 0o644 };
                 writer.start_file(name, options(mode)).map_err(zip_err)?;
                 writer.write_all(&bytes).map_err(|e| {
@@ -148,6 +143,30 @@ pub fn zip(dir: &Path) -> anyhow::Result<Zipped> {
         return Err(too_large(dir));
     }
     Ok(Zipped { bytes, folder })
+}
+
+/// The bytes of the file at `path`, or `None` when it holds more than `limit`: its size is
+/// checked before anything is read, and the read stops one byte past `limit` (a file can
+/// grow after the check, and a special file such as `/dev/zero` reports no size at all), so
+/// a huge or sparse file costs no more memory than the limit.
+pub fn read_at_most(path: &Path, limit: u64) -> anyhow::Result<Option<Vec<u8>>> {
+    use std::io::Read;
+    let cannot = |e: std::io::Error| {
+        fail(Failure::input(format!(
+            "cannot read `{}`: {e}",
+            path.display()
+        )))
+    };
+    let file = std::fs::File::open(path).map_err(cannot)?;
+    let size = file.metadata().map_err(cannot)?.len();
+    if size > limit {
+        return Ok(None);
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+    file.take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(cannot)?;
+    Ok((bytes.len() as u64 <= limit).then_some(bytes))
 }
 
 /// Every file under `dir` (symlinks included, junk and its folders left out), as

@@ -7,6 +7,9 @@
 //!   final newline;
 //! - `<slug>/<logical_path>` for every component, sorted by the UTF-8 bytes of the path.
 //!
+//! (`<slug>-skill/` instead of `<slug>/` for a slug Windows reserves as a device name, such
+//! as `aux` or `con`; see [`capsule_folder`].)
+//!
 //! Determinism: no directory entries, every entry dated 1980-01-01 00:00 (the ZIP epoch),
 //! unix permissions 0644 (0755 for `script` components), no extra fields, deflate at level
 //! 6. The same revision gives the same bytes for a given build (the compressor's version is
@@ -207,10 +210,11 @@ pub fn build_capsule(input: &CapsuleInput) -> Result<Capsule, PackageError> {
     components.sort_by(|a, b| a.logical_path.as_bytes().cmp(b.logical_path.as_bytes()));
 
     let slug = &input.slug;
+    let folder = capsule_folder(slug);
     let mut entries: Vec<(String, &[u8], u32)> = vec![
-        (format!("{slug}/{SKILL_MD}"), skill_md.as_bytes(), 0o644),
+        (format!("{folder}/{SKILL_MD}"), skill_md.as_bytes(), 0o644),
         (
-            format!("{slug}/{CAPSULE_MANIFEST}"),
+            format!("{folder}/{CAPSULE_MANIFEST}"),
             manifest_json.as_slice(),
             0o644,
         ),
@@ -222,7 +226,7 @@ pub fn build_capsule(input: &CapsuleInput) -> Result<Capsule, PackageError> {
             0o644
         };
         entries.push((
-            format!("{slug}/{}", c.logical_path),
+            format!("{folder}/{}", c.logical_path),
             c.content.as_slice(),
             mode,
         ));
@@ -233,6 +237,17 @@ pub fn build_capsule(input: &CapsuleInput) -> Result<Capsule, PackageError> {
         bytes,
         manifest,
     })
+}
+
+/// The capsule's top folder: the slug, except for a slug Windows reserves as a device name
+/// (`aux`, `con`, `com1`…), which no folder there can be named: `<slug>-skill` then. The
+/// folder is not the identity (capsule.json names the slug), so nothing else changes.
+fn capsule_folder(slug: &str) -> String {
+    if crate::validate::is_windows_device_name(slug) {
+        format!("{slug}-skill")
+    } else {
+        slug.to_string()
+    }
 }
 
 /// Pretty JSON, keys sorted at every level, final newline.
@@ -426,4 +441,108 @@ pub(crate) fn verify_canonical_hash(
     Err(PackageError::CapsuleMismatch {
         mismatches: vec![(path, reason)],
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::ComponentInput;
+    use crate::package::{ArchiveLimits, PackageError, read_zip};
+
+    fn input(slug: &str, paths: &[&str]) -> CapsuleInput {
+        CapsuleInput {
+            slug: slug.into(),
+            skill_id: "skill_1".into(),
+            revision_id: "rev_1".into(),
+            revision_number: 1,
+            status: RevisionStatus::Draft,
+            created_at: "2026-01-01T00:00:00.000Z".into(),
+            content: RevisionContent {
+                name: "Demo".into(),
+                description: "A demo".into(),
+                instruction_body: "Do it.\n".into(),
+                metadata: Map::new(),
+                components: paths
+                    .iter()
+                    .map(|p| ComponentInput {
+                        logical_path: (*p).into(),
+                        component_type: ComponentType::Reference,
+                        content: b"x".to_vec(),
+                    })
+                    .collect(),
+            },
+            attribution: Value::Null,
+            source: None,
+        }
+    }
+
+    fn entry_names(bytes: &[u8]) -> Vec<String> {
+        let archive = zip::ZipArchive::new(Cursor::new(bytes)).unwrap();
+        archive
+            .file_names()
+            .map(|n| n.unwrap().to_string())
+            .collect()
+    }
+
+    /// The names Windows cannot unpack are refused on the way out, and on the way in: a ZIP
+    /// holding one (written by hand, or exported before the rule) is not imported.
+    #[test]
+    fn windows_names_are_neither_exported_nor_imported() {
+        for bad in [
+            "references/CON",
+            "notes ",
+            "references/\u{2024}\u{2024}/x.md",
+        ] {
+            let Err(PackageError::Validation(e)) = build_capsule(&input("demo", &[bad])) else {
+                panic!("{bad:?} exported");
+            };
+            assert_eq!(e.field, "components[0].logical_path");
+            assert!(
+                e.message.contains("cannot be unpacked on Windows"),
+                "{}",
+                e.message
+            );
+
+            let zip = write_zip(&[
+                (
+                    "demo/SKILL.md".into(),
+                    b"---\nname: demo\ndescription: d\n---\nBody\n",
+                    0o644,
+                ),
+                (format!("demo/{bad}"), b"x", 0o644),
+            ])
+            .unwrap();
+            let Err(PackageError::Validation(e)) = read_zip(&zip, &ArchiveLimits::default()) else {
+                panic!("{bad:?} imported");
+            };
+            assert_eq!(e.field, bad, "the import names the path");
+            assert!(
+                e.message.contains("cannot be unpacked on Windows"),
+                "{}",
+                e.message
+            );
+        }
+    }
+
+    #[test]
+    fn a_device_name_slug_gets_a_folder_windows_can_create() {
+        let capsule = build_capsule(&input("aux", &["references/a.md"])).unwrap();
+        assert_eq!(
+            entry_names(&capsule.bytes),
+            [
+                "aux-skill/SKILL.md",
+                "aux-skill/capsule.json",
+                "aux-skill/references/a.md"
+            ]
+        );
+        assert_eq!(capsule.file_name, "aux-r1.zip");
+        let back = read_zip(&capsule.bytes, &ArchiveLimits::default()).unwrap();
+        assert_eq!(back.suggested_slug().as_deref(), Some("aux"));
+        assert_eq!(back.canonical_hash(), capsule.manifest.canonical_hash);
+        let plain = build_capsule(&input("auxiliary", &[])).unwrap();
+        assert_eq!(
+            entry_names(&plain.bytes),
+            ["auxiliary/SKILL.md", "auxiliary/capsule.json"]
+        );
+    }
 }

@@ -479,13 +479,16 @@ impl Service {
                 ));
             }
         };
-        if let Some(q) = &req.query
-            && (q.trim().is_empty() || q.chars().count() > QUERY_MAX_CHARS)
-        {
-            return Err(ServiceError::validation(
-                format!("query must be 1 to {QUERY_MAX_CHARS} characters"),
-                "query",
-            ));
+        if let Some(q) = &req.query {
+            if q.trim().is_empty() || q.chars().count() > QUERY_MAX_CHARS {
+                return Err(ServiceError::validation(
+                    format!("query must be 1 to {QUERY_MAX_CHARS} characters"),
+                    "query",
+                ));
+            }
+            // As Level 0 (recall.rs): the query is not stored, but PostgreSQL refuses NUL
+            // where SQLite finds nothing, and both must answer alike.
+            xmemo_core::validate::reject_controls("query", q, xmemo_core::validate::Lines::Many)?;
         }
         let tags = req.tags.unwrap_or_default();
         for tag in &tags {

@@ -111,6 +111,15 @@ macro_rules! embed_migrations {
                     "/0013_fulltext_log_floor.sql"
                 )),
             },
+            $crate::migrate::Migration {
+                version: 14,
+                name: "node_quotas",
+                sql: include_str!(concat!(
+                    "../../migrations/",
+                    $dialect,
+                    "/0014_node_quotas.sql"
+                )),
+            },
         ]
     };
 }

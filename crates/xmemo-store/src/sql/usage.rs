@@ -5,7 +5,7 @@
 //! would let each of a burst pass on the same number.
 
 use super::{Dialect, Session, SqlStore, Stmt};
-use crate::model::{Quota, Usage};
+use crate::model::{NodeQuotas, Quota, Usage};
 use crate::{LimitReached, Record, StoreError, StoreResult};
 
 /// What one write adds to its account's usage.
@@ -117,4 +117,63 @@ pub async fn usage<D: Dialect>(store: &SqlStore<D>, account_id: &str) -> StoreRe
     .map(|r| usage_of(&r))
     .transpose()
     .map(Option::unwrap_or_default)
+}
+
+/// How many nodes' quotas are kept: every start of `xmemo serve` adds a row (its pid is part
+/// of its name), so the oldest go.
+pub const NODE_QUOTAS_KEPT: usize = 16;
+
+/// Records the quotas a starting node enforces, replacing its earlier row, and keeps the
+/// newest [`NODE_QUOTAS_KEPT`] rows.
+pub async fn record_node_quotas<D: Dialect>(
+    store: &SqlStore<D>,
+    record: &NodeQuotas,
+) -> StoreResult<()> {
+    // 0 is no quota, as on the command line (a quota of 0 cannot be set).
+    let quota = |q: Option<u64>| q.map_or(Ok(0), |q| int(q.min(i64::MAX as u64)));
+    let mut s = store.write().await?;
+    s.execute(
+        Stmt::new(
+            "INSERT INTO node_quotas (node, started_at, memories, skills, bytes) VALUES ($1, $2, $3, $4, $5)
+             ON CONFLICT (node) DO UPDATE SET started_at = $2, memories = $3, skills = $4, bytes = $5",
+        )
+        .bind(record.node.as_str())
+        .bind(record.started_at.as_str())
+        .bind(quota(record.memories)?)
+        .bind(quota(record.skills)?)
+        .bind(quota(record.bytes)?),
+    )
+    .await?;
+    s.execute(Stmt::new(format!(
+        "DELETE FROM node_quotas WHERE node NOT IN
+         (SELECT node FROM node_quotas ORDER BY started_at DESC, node DESC LIMIT {NODE_QUOTAS_KEPT})"
+    )))
+    .await?;
+    s.commit().await
+}
+
+/// The quotas nodes recorded when they started, the newest start first.
+pub async fn node_quotas<D: Dialect>(store: &SqlStore<D>) -> StoreResult<Vec<NodeQuotas>> {
+    let mut s = store.read().await?;
+    let rows = s
+        .all(Stmt::new(
+            "SELECT node, started_at, memories, skills, bytes FROM node_quotas
+             ORDER BY started_at DESC, node DESC",
+        ))
+        .await?;
+    let quota = |r: &super::Row<D>, c: &str| -> StoreResult<Option<u64>> {
+        let n = super::driver::to_u64(r.int(c)?, "quota")?;
+        Ok((n > 0).then_some(n))
+    };
+    rows.iter()
+        .map(|r| {
+            Ok(NodeQuotas {
+                node: r.text("node")?,
+                started_at: r.text("started_at")?,
+                memories: quota(r, "memories")?,
+                skills: quota(r, "skills")?,
+                bytes: quota(r, "bytes")?,
+            })
+        })
+        .collect()
 }
