@@ -7,10 +7,12 @@ mod clawhub;
 mod console;
 mod conversation;
 mod corpus;
+mod embed_endpoint;
 mod load;
 mod mcp;
 mod measure;
 mod memories;
+mod neighbours;
 mod peer;
 mod percent;
 mod read_path;
@@ -113,6 +115,8 @@ struct Args {
     writes: write_phase::WriteArgs,
     #[command(flatten)]
     read_path: read_path::ReadPathArgs,
+    #[command(flatten)]
+    embed_endpoint: embed_endpoint::EmbedEndpointArgs,
 }
 
 #[tokio::main]
@@ -164,6 +168,9 @@ async fn main() -> Result<()> {
         Some(_) => "other".to_string(),
     };
 
+    if args.embed_endpoint.embed_endpoint {
+        return embed_endpoint::run(&args, &bin).await;
+    }
     if !args.writes.phases.is_empty() {
         let common = write_phase::Common {
             bin: &bin,

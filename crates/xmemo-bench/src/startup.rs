@@ -12,7 +12,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-fn free_port() -> Result<u16> {
+pub(crate) fn free_port() -> Result<u16> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
@@ -31,7 +31,7 @@ fn healthy(port: u16) -> bool {
     matches!(s.read(&mut buf), Ok(n) if n >= 12 && &buf[9..12] == b"200")
 }
 
-fn spawn(bin: &Path, data_dir: &Path, port: u16) -> Result<Child> {
+pub(crate) fn spawn(bin: &Path, data_dir: &Path, port: u16) -> Result<Child> {
     Command::new(bin)
         .arg("serve")
         .arg("--listen")

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 #[derive(clap::Args, Debug, Clone)]
 pub struct WriteArgs {
     /// Run these write-path phases instead of the read benchmark: saves, sandbox, startup,
-    /// skills-list, signin (comma-separated)
+    /// skills-list, signin, neighbours (comma-separated)
     #[arg(long = "write-phases", value_delimiter = ',')]
     pub phases: Vec<String>,
     /// saves: how many new skills to save (with --seed-concurrency clients)
@@ -41,6 +41,18 @@ pub struct WriteArgs {
     /// signin: seconds between the starts of two bursts
     #[arg(long, default_value_t = 3.5)]
     pub signin_burst_gap_secs: f64,
+    /// neighbours: memories of the reader account
+    #[arg(long, default_value_t = 10000)]
+    pub neighbours_memories: usize,
+    /// neighbours: concurrent clients of the reader
+    #[arg(long, default_value_t = 4)]
+    pub neighbours_clients: usize,
+    /// neighbours: measured seconds of each phase
+    #[arg(long, default_value_t = 10)]
+    pub neighbours_secs: u64,
+    /// neighbours: 16 KiB memories the writer's account holds before the restart (0: no restart)
+    #[arg(long, default_value_t = 11000)]
+    pub neighbours_restart_memories: usize,
 }
 
 /// What every phase needs from the main arguments.

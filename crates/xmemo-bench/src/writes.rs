@@ -19,8 +19,9 @@ pub async fn run(args: &WriteArgs, common: &Common<'_>) -> Result<()> {
             "startup" => crate::startup::run(args, common).await?,
             "skills-list" => crate::skills_list::run(args, common).await?,
             "signin" => crate::signin::run(args, common).await?,
+            "neighbours" => crate::neighbours::run(args, common).await?,
             other => bail!(
-                "unknown write phase `{other}` (saves, sandbox, startup, skills-list, signin)"
+                "unknown write phase `{other}` (saves, sandbox, startup, skills-list, signin, neighbours)"
             ),
         };
         eprintln!("{out}");

@@ -38,6 +38,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     )
     .await
     .map_err(|e| anyhow::anyhow!("cannot open the database: {e}"))?;
+    crate::admin::record_serving_quotas(store.as_ref(), &settings.limits.budgets.quotas).await;
     // The sandbox probe (a few bubblewrap runs) goes on while the server starts listening;
     // an execution that arrives first waits for it.
     let sandbox = SandboxEngine::start(SandboxConfig::from_env());
@@ -59,14 +60,17 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .with_execution_caps(limits.executions)
         .with_budgets(limits.budgets.clone())
         .with_oauth_config(settings.oauth.clone());
-    let service = match xmemo_embed::open(&settings.semantic.spec)
+    // An embeddings endpoint is not waited for: the lane starts degraded (recall by full
+    // text) and its probe learns the vectors' length when the endpoint first answers. A local
+    // model folder that cannot be used is a mistake in the settings and stops the start.
+    let service = match xmemo_embed::open_lazily(&settings.semantic.spec)
         .await
         .map_err(|e| anyhow::anyhow!("the semantic lane cannot start: {e}"))?
     {
         Some(embedder) => {
             tracing::info!(
                 model = embedder.model_id(),
-                dimensions = embedder.dimensions(),
+                dimensions = ?embedder.dimensions(),
                 "semantic recall lane on"
             );
             service.with_semantic_lane(embedder, settings.semantic.text_weight)

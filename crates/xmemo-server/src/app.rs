@@ -88,10 +88,30 @@ async fn readyz(State(state): State<AppState>) -> Response {
     });
     // Reported, not required: without the semantic lane recall answers by full text.
     let semantic = state.service.semantic_status();
+    // A node whose search indexes are still being built would make its first searches wait
+    // for the build (start-up; docs/limits.md): not ready for a load balancer yet.
+    let search = if store.search_ready() {
+        "ready"
+    } else {
+        "building"
+    };
     match store.ping().await {
+        Ok(()) if search == "building" => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({
+                "status": "starting",
+                "database": store.backend(),
+                "search": search,
+                "sandbox": sandbox,
+                "semantic": semantic,
+                "version": state.info.version,
+            })),
+        )
+            .into_response(),
         Ok(()) => Json(json!({
             "status": "ready",
             "database": store.backend(),
+            "search": search,
             "sandbox": sandbox,
             "semantic": semantic,
             "version": state.info.version,

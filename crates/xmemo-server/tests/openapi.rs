@@ -348,6 +348,10 @@ async fn start() -> TestServer {
     let store = xmemo_store::sqlite::SqliteStore::open(&dir.path().join("x.db"))
         .await
         .expect("open store");
+    // What `xmemo serve` does at start (else /readyz says the search is still building).
+    xmemo_store::Store::warm_search(&store)
+        .await
+        .expect("search built");
     let service = Service::new(Arc::new(store));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await

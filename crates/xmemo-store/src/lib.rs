@@ -115,6 +115,11 @@ pub trait Store: Send + Sync + 'static {
     async fn ownerless_teams(&self) -> StoreResult<Vec<Workspace>>;
     /// What the account has used of its quota.
     async fn account_usage(&self, account_id: &str) -> StoreResult<Usage>;
+    /// Records the quotas a starting `xmemo serve` node enforces (its earlier row replaced;
+    /// the newest 16 nodes' rows kept), for the operator's `xmemo admin account usage`.
+    async fn record_node_quotas(&self, record: &NodeQuotas) -> StoreResult<()>;
+    /// The quotas nodes recorded when they started, the newest start first.
+    async fn node_quotas(&self) -> StoreResult<Vec<NodeQuotas>>;
     /// Removes a member; false when the account is not one (nothing audited). Refused with
     /// `Conflict` when it would remove the last owner, under the same lock.
     async fn remove_member(
@@ -195,16 +200,18 @@ pub trait Store: Send + Sync + 'static {
     async fn list_passwords(&self) -> StoreResult<Vec<PasswordRow>>;
     /// Stores a new session, deleting the one it `replaces` (rotation at sign-in) and every
     /// expired session, audited.
-    /// `address` (the client's, as the service counts it) is remembered as one the account
-    /// signed in from.
+    /// `origins` (the client's address as the service counts it, and its device as
+    /// `device:` + the SHA-256 of its device cookie) are remembered as ones the account
+    /// signed in from; the latest 20 of each kind are kept.
     async fn create_session(
         &self,
         new: NewWebSession,
         replaces: Option<&str>,
-        address: Option<&str>,
+        origins: &[&str],
         audit: AuditDraft,
     ) -> StoreResult<WebSession>;
-    /// Whether the account signed in from `address` (one of its latest few).
+    /// Whether the account signed in from `address` (one of its latest few addresses or
+    /// devices).
     async fn known_signin_address(&self, account_id: &str, address: &str) -> StoreResult<bool>;
     /// When an operator last unlocked the account's sign-in (`xmemo admin account unlock`).
     async fn signin_unlocked_at(&self, account_id: &str) -> StoreResult<Option<String>>;
@@ -417,4 +424,14 @@ pub trait Store: Send + Sync + 'static {
     /// (an idle model's worker embeds every row again when it comes back). A node that had
     /// applied less than what is deleted rebuilds its indexes at its next query.
     async fn prune_fulltext_log(&self, keep: u64, idle_before: &str) -> StoreResult<LogPrune>;
+    /// Builds this node's search indexes unless built (a server calls it at start, so its
+    /// first query does not wait for it).
+    async fn warm_search(&self) -> StoreResult<()>;
+    /// Whether this node's search indexes are built.
+    fn search_ready(&self) -> bool;
+    /// Who kept this node's search indexes current, and how much.
+    fn search_stats(&self) -> SearchStats;
+    /// Applies what the full-text log holds past this node's position (other nodes' writes;
+    /// this node's own are applied by their writers), building the indexes first if needed.
+    async fn follow_search_log(&self) -> StoreResult<()>;
 }

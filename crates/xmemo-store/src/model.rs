@@ -262,6 +262,19 @@ pub struct Quota {
     pub bytes: u64,
 }
 
+/// The quotas an `xmemo serve` node enforces, as it recorded them when it started (`None`:
+/// no quota of that kind on that node; a quota is at least 1).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeQuotas {
+    /// The node, as it names itself (`host:pid`).
+    pub node: String,
+    /// When it started (RFC 3339, its own clock).
+    pub started_at: String,
+    pub memories: Option<u64>,
+    pub skills: Option<u64>,
+    pub bytes: Option<u64>,
+}
+
 /// What an account has used of its quota.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Usage {
@@ -435,6 +448,22 @@ pub struct EmbeddedRow {
     pub text_hash: String,
     /// `None`: the text is the one the stored vector was made from; only its position moves.
     pub vector: Option<Vec<f32>>,
+}
+
+/// Who kept this node's search indexes current, in rows applied from the full-text log
+/// (`sql/fulltext.rs`): writers apply their own writes, the follower other nodes', and a
+/// query only what neither had applied yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SearchStats {
+    /// The indexes are built (a query would not wait for the build).
+    pub ready: bool,
+    /// Builds from the tables: the first, then one per prune past this node.
+    pub builds: u64,
+    /// Rows in the indexes (skills' Level 0 rows and memories).
+    pub rows: u64,
+    pub applied_by_writers: u64,
+    pub applied_by_follower: u64,
+    pub applied_by_queries: u64,
 }
 
 /// What one prune of the full-text log did.

@@ -67,6 +67,18 @@ impl TestDb {
         }
     }
 
+    /// A node of its own on the same database (a new store: its own pools and indexes).
+    async fn fresh_node(&self) -> DynStore {
+        match &self.raw {
+            Raw::Sqlite(path) => Arc::new(SqliteStore::open(path).await.unwrap()),
+            Raw::Postgres(options) => Arc::new(
+                PostgresStore::connect_with((**options).clone(), test_pool_settings())
+                    .await
+                    .unwrap(),
+            ),
+        }
+    }
+
     /// Runs one statement outside the store, as an operator or an attacker with SQL access
     /// would. Returns the error text on failure.
     async fn raw_execute(&self, sql: &str) -> Result<u64, String> {
@@ -271,8 +283,10 @@ conformance!(
     invitation_bounds_hold_in_the_inviting_transaction,
     unused_oauth_clients_expire_at_the_next_registration,
     signin_addresses_and_unlocks,
+    node_quotas_keep_each_nodes_newest_start,
     a_node_that_lagged_past_the_pruned_log_rebuilds,
     pruning_keeps_the_newest_entries_and_what_a_live_model_needs,
+    writes_are_indexed_by_their_writer_and_other_nodes_by_their_follower,
 );
 
 // ---------------------------------------------------------------------------------------------
@@ -3836,6 +3850,7 @@ mod all_cases {
     pub use super::hardening_cases::*;
     pub use super::log_cases::*;
     pub use super::memory_cases::*;
+    pub use super::node_quota_cases::*;
     pub use super::signin_cases::*;
     pub use super::signin_snapshot_cases::*;
 }
@@ -4258,17 +4273,26 @@ mod hardening_cases {
                         absolute_expires_at: "2099-01-01T00:00:00.000Z".into(),
                     },
                     None,
-                    Some(&format!("192.0.2.{i}")),
+                    &[&format!("192.0.2.{i}"), &format!("device:{i:064}")],
                     AuditDraft::new("session.create", &actor(&alice.account_id)),
                 )
                 .await
                 .unwrap();
         }
-        // The latest few are kept.
+        // The latest few of each kind are kept: many devices do not push the addresses out.
+        let other = db.other_node().await;
+        for origin in ["192.0.2.24", "192.0.2.5", &format!("device:{:064}", 24)] {
+            assert!(
+                other
+                    .known_signin_address(&alice.account_id, origin)
+                    .await
+                    .unwrap(),
+                "{origin}"
+            );
+        }
         assert!(
-            db.other_node()
-                .await
-                .known_signin_address(&alice.account_id, "192.0.2.24")
+            !store
+                .known_signin_address(&alice.account_id, &format!("device:{:064}", 4))
                 .await
                 .unwrap()
         );
@@ -4348,6 +4372,55 @@ mod log_cases {
             .collect();
         found.sort();
         found
+    }
+
+    /// Issue #29 defect 7: who pays for keeping a node's search current. A write applies
+    /// its own rows on its node before it answers (the next query there applies nothing);
+    /// another node applies them with its follower (`follow_search_log`), or, when a query
+    /// comes first, in that query.
+    pub async fn writes_are_indexed_by_their_writer_and_other_nodes_by_their_follower(db: &TestDb) {
+        let a = db.store();
+        let b = db.fresh_node().await;
+        let c = db.fresh_node().await;
+        let alice = account(&a, "alice").await;
+        let ws = alice.personal_workspace_id.clone();
+        let who = actor(&alice.account_id);
+        for node in [&a, &b, &c] {
+            node.warm_search().await.unwrap();
+            assert!(node.search_stats().ready);
+        }
+        let recall = |store: DynStore, text: &'static str| {
+            let ws = ws.clone();
+            async move {
+                let mut q = memory_query(&[&ws]);
+                q.text = Some(text.into());
+                store.recall_memories(&q).await.unwrap().len()
+            }
+        };
+        for i in 0..3 {
+            remember(
+                &a,
+                new_memory(
+                    &ws,
+                    &who,
+                    memory_content(xmemo_core::MemoryKind::Note, &format!("zqtide number {i}")),
+                ),
+            )
+            .await;
+        }
+        let on_a = a.search_stats();
+        assert_eq!(on_a.applied_by_writers, 3, "{on_a:?}");
+        assert_eq!(recall(a.clone(), "zqtide").await, 3);
+        assert_eq!(a.search_stats().applied_by_queries, 0);
+        // Node b's follower applies them; its query then applies nothing.
+        b.follow_search_log().await.unwrap();
+        assert_eq!(b.search_stats().applied_by_follower, 3);
+        assert_eq!(recall(b.clone(), "zqtide").await, 3);
+        assert_eq!(b.search_stats().applied_by_queries, 0);
+        // Node c's first query comes before its follower: that query applies them.
+        assert_eq!(recall(c.clone(), "zqtide").await, 3);
+        assert_eq!(c.search_stats().applied_by_queries, 3);
+        assert_eq!(c.search_stats().builds, 1);
     }
 
     pub async fn a_node_that_lagged_past_the_pruned_log_rebuilds(db: &TestDb) {
@@ -5345,7 +5418,7 @@ mod signin_cases {
             .create_session(
                 session(&alice, 's', LATER, MUCH_LATER),
                 None,
-                None,
+                &[],
                 draft("session.create", &alice),
             )
             .await
@@ -5393,7 +5466,7 @@ mod signin_cases {
             .create_session(
                 session(&bob, 'x', PAST, MUCH_LATER),
                 None,
-                None,
+                &[],
                 draft("session.create", &bob),
             )
             .await
@@ -5402,7 +5475,7 @@ mod signin_cases {
             .create_session(
                 session(&alice, 'a', LATER, MUCH_LATER),
                 None,
-                None,
+                &[],
                 draft("session.create", &alice),
             )
             .await
@@ -5417,7 +5490,7 @@ mod signin_cases {
             .create_session(
                 session(&alice, 'b', LATER, MUCH_LATER),
                 Some(&hash('a')),
-                None,
+                &[],
                 draft("session.create", &alice),
             )
             .await
@@ -5922,7 +5995,7 @@ mod signin_cases {
             .create_session(
                 session(&alice, 's', LATER, MUCH_LATER),
                 None,
-                None,
+                &[],
                 draft("session.create", &alice),
             )
             .await
@@ -5986,7 +6059,7 @@ mod signin_snapshot_cases {
                     absolute_expires_at: "2099-01-01T00:00:00.000Z".into(),
                 },
                 None,
-                None,
+                &[],
                 AuditDraft::new("session.create", &actor(&alice.account_id)),
             )
             .await
@@ -6118,5 +6191,63 @@ mod sqlite_only {
                 );
             }
         }
+    }
+}
+
+/// Issue #29: what each `xmemo serve` node recorded at its start, for the operator.
+mod node_quota_cases {
+    use super::*;
+
+    fn started(node: &str, second: usize, memories: Option<u64>) -> NodeQuotas {
+        NodeQuotas {
+            node: node.into(),
+            started_at: format!("2030-01-01T00:{:02}:{:02}.000Z", second / 60, second % 60),
+            memories,
+            skills: Some(10_000),
+            bytes: None,
+        }
+    }
+
+    pub async fn node_quotas_keep_each_nodes_newest_start(db: &TestDb) {
+        let store = db.store();
+        assert!(store.node_quotas().await.unwrap().is_empty());
+        store
+            .record_node_quotas(&started("a:1", 1, Some(7)))
+            .await
+            .unwrap();
+        // Another node, then the first one again (a restart under the same name).
+        let other = db.other_node().await;
+        other
+            .record_node_quotas(&started("b:2", 2, Some(9)))
+            .await
+            .unwrap();
+        store
+            .record_node_quotas(&started("a:1", 3, Some(8)))
+            .await
+            .unwrap();
+        assert_eq!(
+            other.node_quotas().await.unwrap(),
+            [started("a:1", 3, Some(8)), started("b:2", 2, Some(9))]
+        );
+        // The largest quota a flag can give round-trips; none stays none.
+        store
+            .record_node_quotas(&started("c:3", 4, Some(i64::MAX as u64)))
+            .await
+            .unwrap();
+        assert_eq!(
+            store.node_quotas().await.unwrap()[0],
+            started("c:3", 4, Some(i64::MAX as u64))
+        );
+        // Every start adds a row (a new pid), so only the newest are kept.
+        for i in 0..40 {
+            store
+                .record_node_quotas(&started(&format!("n:{i}"), 100 + i, None))
+                .await
+                .unwrap();
+        }
+        let kept = store.node_quotas().await.unwrap();
+        assert_eq!(kept.len(), 16);
+        assert_eq!(kept[0], started("n:39", 139, None));
+        assert_eq!(kept[15].node, "n:24");
     }
 }

@@ -3,8 +3,11 @@
 //! ([`dependency_missing`]: fail, unless `XMEMO_TEST_ALLOW_SKIP=1`). Not part of the product.
 
 pub mod browser;
+pub mod embeddings;
+mod memory;
 pub mod oauth;
 mod skip;
+pub use memory::{HealthProbe, HealthSeen, Rss, process_rss, reset_peak_rss};
 pub use skip::{ALLOW_SKIP_VAR, dependency_missing, skipping_allowed};
 
 use sqlx::postgres::{PgConnectOptions, PgConnection};
@@ -185,6 +188,16 @@ impl ServerProcess {
 
     pub fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// The server's resident memory now and at its peak ([`reset_peak_rss`] starts a new peak).
+    pub fn rss(&self) -> Rss {
+        process_rss(self.pid())
+    }
+
+    /// Starts a new peak at the resident size now.
+    pub fn reset_peak_rss(&self) {
+        reset_peak_rss(self.pid())
     }
 
     /// What the server wrote on stderr so far.

@@ -82,6 +82,10 @@ pub const DECLINE_COOL_DOWN: Duration = Duration::from_secs(7 * 24 * 3600);
 pub const FULLTEXT_LOG_KEEP: u64 = 100_000;
 /// How often a server runs its upkeep (`service/upkeep.rs`).
 pub const UPKEEP_EVERY: Duration = Duration::from_secs(600);
+/// How often a server applies the full-text log past its position (other nodes' writes;
+/// its own are applied by their writers): the longest another node's write takes to reach
+/// this node's search when no query of this node applies it first.
+pub const SEARCH_FOLLOW_EVERY: Duration = Duration::from_millis(250);
 /// An embedding model whose worker has held no lease for this long stops holding the
 /// log's pruning back; its worker embeds every row again when it returns.
 pub const IDLE_EMBEDDING_MODEL: Duration = Duration::from_secs(24 * 3600);

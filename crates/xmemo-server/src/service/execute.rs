@@ -118,6 +118,7 @@ impl Service {
         if let Some(lane) = &self.semantic {
             lane.render_metrics(&mut out);
         }
+        self.render_search_metrics(&mut out);
         out
     }
 

@@ -95,6 +95,32 @@ pub struct NewSession {
     pub secret: String,
     pub account: Account,
     pub session: WebSession,
+    /// The device cookie the browser keeps (the one it presented, or a new one): a later
+    /// sign-in presenting it is one from a device the account signed in from, which the
+    /// account's ceiling never refuses (see [`Service::sign_in`]).
+    pub device: String,
+}
+
+/// How long a browser keeps its device cookie.
+pub const DEVICE_COOKIE_LIFETIME: Duration = Duration::from_secs(400 * 24 * 3600);
+
+/// A device cookie as this server makes them (URL-safe base64 of 32 random bytes), or
+/// `None` for anything else (which then gets a new one).
+fn device_secret(presented: Option<&str>) -> Option<&str> {
+    presented.filter(|d| {
+        d.len() == 43
+            && d.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    })
+}
+
+/// A device as the store remembers it among the origins of sign-ins.
+fn device_origin(secret: &str) -> String {
+    format!(
+        "{}{}",
+        xmemo_store::sql::DEVICE_ORIGIN_PREFIX,
+        hash_key(secret)
+    )
 }
 
 /// The signed-in person behind a session cookie.
@@ -185,7 +211,9 @@ impl Service {
         crate::password::check(new)?;
         let address = super::throttle_key(client.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED)));
         let key = account_key(&account.handle);
-        let reserved = self.reserve_login(&key, address, Some(&account)).await?;
+        let reserved = self
+            .reserve_login(&key, address, None, Some(&account))
+            .await?;
         let stored = match self.store.password_hash(&account.account_id).await {
             Ok(stored) => stored,
             Err(e) => {
@@ -253,6 +281,7 @@ impl Service {
         &self,
         key: &str,
         address: IpAddr,
+        device: Option<&str>,
         account: Option<&Account>,
     ) -> ServiceResult<(Reservation<(String, IpAddr)>, Option<Reservation<String>>)> {
         let mut unlock_looked = false;
@@ -273,18 +302,15 @@ impl Service {
             match self.login_failures.reserve(key.to_string()).await {
                 Ok(r) => return Ok((pair, Some(r))),
                 Err(wait) => {
-                    // The same statement whether or not the handle names an account.
+                    // The same statements whether or not the handle names an account.
                     let id = account.map_or("", |a| a.account_id.as_str());
-                    let known = self
-                        .store
-                        .known_signin_address(id, &address.to_string())
-                        .await;
+                    let known = self.known_origin(id, address, device).await;
                     match known {
                         Ok(true) => return Ok((pair, None)),
                         Ok(false) => {}
                         Err(e) => {
                             pair.refund();
-                            return Err(e.into());
+                            return Err(e);
                         }
                     }
                     pair.refund();
@@ -298,6 +324,30 @@ impl Service {
         }
     }
 
+    /// Whether the account signed in from `address`, or from the browser holding the device
+    /// cookie `device`.
+    async fn known_origin(
+        &self,
+        account_id: &str,
+        address: IpAddr,
+        device: Option<&str>,
+    ) -> ServiceResult<bool> {
+        if self
+            .store
+            .known_signin_address(account_id, &address.to_string())
+            .await?
+        {
+            return Ok(true);
+        }
+        match device {
+            Some(d) => Ok(self
+                .store
+                .known_signin_address(account_id, &device_origin(d))
+                .await?),
+            None => Ok(false),
+        }
+    }
+
     /// The address's token, then the account's budgets (see `reserve_account_budgets`). A
     /// refusal by the account's budgets keeps the address's token: refused attempts cost
     /// the address, so its budget bounds the work (lookups) they cause.
@@ -305,6 +355,7 @@ impl Service {
         &self,
         key: &str,
         address: IpAddr,
+        device: Option<&str>,
         account: Option<&Account>,
     ) -> ServiceResult<LoginReservations> {
         let address_token = self
@@ -312,7 +363,10 @@ impl Service {
             .reserve(address)
             .await
             .map_err(|wait| rate_limited(retry_after_secs(wait), "from this address"))?;
-        match self.reserve_account_budgets(key, address, account).await {
+        match self
+            .reserve_account_budgets(key, address, device, account)
+            .await
+        {
             Ok((pair, account)) => Ok(LoginReservations {
                 address: address_token,
                 pair,
@@ -397,18 +451,23 @@ impl Service {
     /// Signs in with a handle and a password from `client`. The budgets it spends are
     /// reserved before anything is checked — the address's (shared with every failed
     /// authentication), the account-and-address pair's, and the account's unless `client`
-    /// is an address it signed in from — and given back on success; an exhausted one is
-    /// RATE_LIMITED. Every other failure is the same AUTH_REQUIRED; no free hashing slot is
-    /// a retryable SERVICE_UNAVAILABLE. A success creates a new session and deletes
+    /// is an address it signed in from, or the browser presents the device cookie of one
+    /// (`device`) — and given back on success; an exhausted one is RATE_LIMITED. So guesses
+    /// from elsewhere, however many addresses they come from, never refuse the owner on a
+    /// network or in a browser they signed in from before (docs/decisions.md, "Sign-in
+    /// budgets"). Every other failure is the same AUTH_REQUIRED; no free hashing slot is a
+    /// retryable SERVICE_UNAVAILABLE. A success creates a new session and deletes
     /// `replaces` (the session the browser held): a session id is never carried across a
-    /// sign-in.
+    /// sign-in; the browser's device (a new one when it presented none) is remembered.
     pub async fn sign_in(
         &self,
         handle: &str,
         password: &str,
         client: Option<IpAddr>,
+        device: Option<&str>,
         replaces: Option<&str>,
     ) -> ServiceResult<NewSession> {
+        let device = device_secret(device);
         let address = super::throttle_key(client.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED)));
         let key = account_key(handle);
         // The address budget comes first, so a limited address costs no lookup at all.
@@ -420,7 +479,9 @@ impl Service {
         } else {
             self.store.find_account_by_handle(&key).await?
         };
-        let reserved = self.reserve_login(&key, address, account.as_ref()).await?;
+        let reserved = self
+            .reserve_login(&key, address, device, account.as_ref())
+            .await?;
         let stored = match &account {
             Some(a) => match self.store.password_hash(&a.account_id).await {
                 Ok(s) => s,
@@ -457,12 +518,18 @@ impl Service {
             client_profile: Some("web".into()),
             ..Attribution::default()
         };
+        let device = device.map_or_else(random_secret, str::to_string);
+        let mut origins = vec![device_origin(&device)];
+        if client.is_some() {
+            origins.push(address.to_string());
+        }
+        let origins: Vec<&str> = origins.iter().map(String::as_str).collect();
         let session = self
             .store
             .create_session(
                 session,
                 replaces.map(hash_key).as_deref(),
-                client.map(|_| address.to_string()).as_deref(),
+                &origins,
                 AuditDraft::new("session.create", &actor),
             )
             .await?;
@@ -470,6 +537,7 @@ impl Service {
             secret,
             account,
             session,
+            device,
         })
     }
 

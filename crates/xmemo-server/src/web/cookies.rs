@@ -1,6 +1,6 @@
-//! The cookies of the pages: a session cookie (its value is the session secret) and a
+//! The cookies of the pages: a session cookie (its value is the session secret), a
 //! sign-in form cookie (a random value the sign-in form must echo, before any session
-//! exists). Both `HttpOnly`, `SameSite=Lax`, `Path=/`; with an https public URL also
+//! exists) and a device cookie (a random value kept across sessions). All `HttpOnly`, `SameSite=Lax`, `Path=/`; with an https public URL also
 //! `Secure` and the `__Host-` prefix, which browsers only accept from a secure origin with
 //! no `Domain`, so no sibling host can plant them.
 
@@ -13,6 +13,12 @@ pub fn session_name(site: &Site) -> String {
 
 pub fn login_name(site: &Site) -> String {
     prefixed(site, "xmemo_login")
+}
+
+/// The device cookie: a random value a browser keeps across sessions (a year), so a sign-in
+/// from it counts as one from a device the account used before (service/signin.rs).
+pub fn device_name(site: &Site) -> String {
+    prefixed(site, "xmemo_device")
 }
 
 fn prefixed(site: &Site, name: &str) -> String {

@@ -172,9 +172,16 @@ pub async fn submit(
     let client =
         crate::http::client_addr::of_request(&headers, &extensions, &state.info.trusted_proxies);
     let previous = cookies::read(&headers, &cookies::session_name(&site));
+    let device = cookies::read(&headers, &cookies::device_name(&site));
     match state
         .service
-        .sign_in(&form.handle, &form.password, client, previous.as_deref())
+        .sign_in(
+            &form.handle,
+            &form.password,
+            client,
+            device.as_deref(),
+            previous.as_deref(),
+        )
         .await
     {
         Ok(created) => {
@@ -189,6 +196,12 @@ pub async fn submit(
                     Some(lifetime),
                 ),
                 cookies::set(&site, &cookies::login_name(&site), "", Some(0)),
+                cookies::set(
+                    &site,
+                    &cookies::device_name(&site),
+                    &created.device,
+                    Some(crate::service::signin::DEVICE_COOKIE_LIFETIME.as_secs()),
+                ),
             ]
             .into_iter()
             .flatten()

@@ -94,6 +94,8 @@ impl TestServer {
             .expect("admin key file")
             .trim()
             .to_string();
+        // What `xmemo serve` does before its first query (its upkeep builds the indexes).
+        store.warm_search().await.expect("search indexes built");
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");

@@ -121,6 +121,50 @@ pub struct Hit {
     pub lanes: crate::model::Lanes,
 }
 
+/// A row tokenised and counted, ready for [`Index::insert`]: the costly half of adding a
+/// row, done without the index.
+#[derive(Debug)]
+pub struct Analyzed {
+    key: Box<str>,
+    workspace: Box<str>,
+    lang: Lang,
+    len: u32,
+    /// Each distinct term with its weighted count (terms of weight 0 left out).
+    terms: Vec<(Box<str>, f32)>,
+}
+
+impl Analyzed {
+    /// Analyses the row `(key, workspace, fields…)` for an index of `schema`.
+    pub fn new(schema: &Schema, key: &str, workspace: &str, fields: &[&str]) -> Analyzed {
+        let lang = analyze::detect(&fields.join("\n")).unwrap_or(Lang::English);
+        let mut counts: HashMap<String, f32> = HashMap::new();
+        let mut len = 0u32;
+        for (field, text) in fields.iter().enumerate() {
+            let weight = schema.weights.get(field).copied().unwrap_or(0.0);
+            analyze::row_terms(text, lang, |term| {
+                len = len.saturating_add(1);
+                match counts.get_mut(term) {
+                    Some(f) => *f += weight,
+                    None => {
+                        counts.insert(term.to_string(), weight);
+                    }
+                }
+            });
+        }
+        Analyzed {
+            key: Box::from(key),
+            workspace: Box::from(workspace),
+            lang,
+            len,
+            terms: counts
+                .into_iter()
+                .filter(|(_, f)| *f > 0.0)
+                .map(|(w, f)| (w.into_boxed_str(), f))
+                .collect(),
+        }
+    }
+}
+
 /// An in-memory inverted index of rows `(key, workspace, fields…)`.
 pub struct Index {
     schema: &'static Schema,
@@ -191,36 +235,29 @@ impl Index {
     /// Adds the row, replacing the row of the same key. `fields` follow the schema's order
     /// (missing fields are empty).
     pub fn upsert(&mut self, key: &str, workspace: &str, fields: &[&str]) {
-        self.remove(key);
-        let next = self.workspaces.len() as u32;
-        let workspace = *self.workspaces.entry(Box::from(workspace)).or_insert(next);
-        let lang = analyze::detect(&fields.join("\n")).unwrap_or(Lang::English);
-        let mut counts: HashMap<String, f32> = HashMap::new();
-        let mut len = 0u32;
-        for (field, text) in fields.iter().enumerate() {
-            let weight = self.schema.weights.get(field).copied().unwrap_or(0.0);
-            analyze::row_terms(text, lang, |term| {
-                len = len.saturating_add(1);
-                match counts.get_mut(term) {
-                    Some(f) => *f += weight,
-                    None => {
-                        counts.insert(term.to_string(), weight);
-                    }
-                }
-            });
+        let row = Analyzed::new(self.schema, key, workspace, fields);
+        self.insert(row);
+        if self.needs_compaction() {
+            *self = self.compacted();
         }
+    }
+
+    /// Adds a row analysed beforehand ([`Analyzed::new`], which takes the time: tokenising,
+    /// stemming), replacing the row of the same key. What is left is dictionary look-ups and
+    /// pushes, so a caller can analyse outside a lock and hold it only for this.
+    pub fn insert(&mut self, row: Analyzed) {
+        self.remove_keeping_dead(&row.key);
+        let next = self.workspaces.len() as u32;
+        let workspace = *self.workspaces.entry(row.workspace).or_insert(next);
         let Ok(doc) = u32::try_from(self.docs.len()) else {
             return;
         };
-        for (word, f) in counts {
-            if f <= 0.0 {
-                continue;
-            }
-            let id = match self.dict.get(word.as_str()) {
+        for (word, f) in row.terms {
+            let id = match self.dict.get(&*word) {
                 Some(id) => *id,
                 None => {
                     let id = self.lists.len() as u32;
-                    self.dict.insert(word.into_boxed_str(), id);
+                    self.dict.insert(word, id);
                     self.lists.push(Lists::default());
                     id
                 }
@@ -233,21 +270,32 @@ impl Index {
                 lists.weak_max = lists.weak_max.max(f);
             }
         }
+        self.by_key.insert(row.key.clone(), doc);
         self.docs.push(Doc {
-            key: Box::from(key),
+            key: row.key,
             workspace,
-            len,
-            lang,
+            len: row.len,
+            lang: row.lang,
             live: true,
         });
-        self.by_key.insert(Box::from(key), doc);
-        self.lang_rows[lang.index()] += 1;
+        self.lang_rows[row.lang.index()] += 1;
         self.live += 1;
-        self.live_len += u64::from(len);
+        self.live_len += u64::from(row.len);
     }
 
     /// Removes the row of `key` (its postings die with it); `false` when there was none.
+    /// Compacts when dead rows reach a quarter of the index (see [`Index::needs_compaction`]
+    /// for a caller that compacts outside its lock instead).
     pub fn remove(&mut self, key: &str) -> bool {
+        let removed = self.remove_keeping_dead(key);
+        if self.needs_compaction() {
+            *self = self.compacted();
+        }
+        removed
+    }
+
+    /// Marks the row of `key` dead; its postings stay until the next compaction.
+    pub fn remove_keeping_dead(&mut self, key: &str) -> bool {
         let Some(doc) = self.by_key.remove(key) else {
             return false;
         };
@@ -258,11 +306,13 @@ impl Index {
             self.live = self.live.saturating_sub(1);
             self.live_len = self.live_len.saturating_sub(u64::from(d.len));
         }
-        let dead = self.docs.len() - self.live as usize;
-        if dead >= 1024 && dead * 4 >= self.docs.len() {
-            self.compact();
-        }
         true
+    }
+
+    /// Dead rows are a quarter of the index (and at least 1,024): time to compact.
+    pub fn needs_compaction(&self) -> bool {
+        let dead = self.docs.len() - self.live as usize;
+        dead >= 1024 && dead * 4 >= self.docs.len()
     }
 
     /// Gives back the room growing lists keep spare (after building, after compacting).
@@ -275,38 +325,57 @@ impl Index {
         self.by_key.shrink_to_fit();
     }
 
-    /// Drops dead rows and their postings, renumbering the rest in the same order (so every
-    /// list stays sorted by row number).
-    fn compact(&mut self) {
+    /// A copy without the dead rows and their postings, the rest renumbered in the same
+    /// order (so every list stays sorted by row number). It reads `self` only: a caller can
+    /// build it under a read lock, while queries go on, and swap it in.
+    pub fn compacted(&self) -> Index {
         let mut renumber = vec![u32::MAX; self.docs.len()];
         let mut docs = Vec::with_capacity(self.live as usize);
-        for (old, doc) in std::mem::take(&mut self.docs).into_iter().enumerate() {
+        for (old, doc) in self.docs.iter().enumerate() {
             if doc.live {
                 renumber[old] = docs.len() as u32;
-                docs.push(doc);
+                docs.push(Doc {
+                    key: doc.key.clone(),
+                    ..*doc
+                });
             }
         }
-        let keep = |list: &mut Vec<Posting>| {
-            list.retain_mut(|p| match renumber.get(p.doc as usize) {
-                Some(&n) if n != u32::MAX => {
-                    p.doc = n;
-                    true
-                }
-                _ => false,
-            });
+        let keep = |list: &[Posting]| -> Vec<Posting> {
+            list.iter()
+                .filter_map(|p| match renumber.get(p.doc as usize) {
+                    Some(&n) if n != u32::MAX => Some(Posting { doc: n, f: p.f }),
+                    _ => None,
+                })
+                .collect()
         };
-        for lists in &mut self.lists {
-            keep(&mut lists.strong);
-            keep(&mut lists.weak);
-            lists.weak_max = lists.weak.iter().map(|p| p.f).fold(0.0, f32::max);
-        }
-        self.by_key = docs
+        let lists = self
+            .lists
+            .iter()
+            .map(|l| {
+                let weak = keep(&l.weak);
+                Lists {
+                    strong: keep(&l.strong),
+                    weak_max: weak.iter().map(|p| p.f).fold(0.0, f32::max),
+                    weak,
+                }
+            })
+            .collect();
+        let by_key = docs
             .iter()
             .enumerate()
             .map(|(n, d)| (d.key.clone(), n as u32))
             .collect();
-        self.docs = docs;
-        self.shrink_to_fit();
+        Index {
+            schema: self.schema,
+            lang_rows: self.lang_rows,
+            dict: self.dict.clone(),
+            lists,
+            docs,
+            by_key,
+            workspaces: self.workspaces.clone(),
+            live: self.live,
+            live_len: self.live_len,
+        }
     }
 
     /// The languages a query is stemmed in: its own when it can be told, then each language
@@ -919,7 +988,7 @@ mod tests {
         }
         assert!(churned.docs.len() < before, "no compaction happened");
         assert_eq!(churned.len(), fresh.len());
-        churned.compact();
+        churned = churned.compacted();
         for w in 0..500 {
             let q = format!("w{w:05}");
             assert_eq!(

@@ -4,10 +4,22 @@
 //! Every write that changes a skill's Level 0 row or a memory's text appends `(kind, key)` to
 //! `fulltext_log` inside its own transaction ([`log_change`], [`log_workspace`]), so the log
 //! holds exactly the committed changes, in commit order (SQLite has one writer; PostgreSQL
-//! appends under the audit-chain lock). A node builds its indexes on first use and, before
-//! each query, reads the log past the last number it applied and re-reads those rows: its own
-//! writes and other nodes' are visible to the next query, at the cost of one indexed read when
-//! nothing changed.
+//! appends under the audit-chain lock).
+//!
+//! Who pays for keeping the index current (docs/decisions.md, "Search indexes follow the
+//! log"): the **writer**. A write's commit applies the log on this node before the write
+//! answers (`Session::commit` → [`SqlStore::apply_own_writes`]), so the writer's next query
+//! sees it. A **query** never tokenises another request's rows: it reads the log past what
+//! the node applied (one indexed statement) and goes on at once when all it finds are this
+//! node's own writes (their writers are applying them); only entries written by **other
+//! nodes** are applied on a query's path, and a follower on every server
+//! ([`SqlStore::follow_log`], every 250 ms) applies those too, so queries rarely meet any.
+//! Rows are analysed (tokenised, stemmed) before the index lock is taken and off the async
+//! workers; the lock is held for dictionary inserts only; compaction builds a copy under the
+//! read lock and swaps it in.
+//!
+//! The indexes are built when the server starts ([`SqlStore::warm_search`]; `/readyz` says
+//! `building` until then); a query that arrives before waits for the build.
 //!
 //! The log is pruned ([`SqlStore::prune_log`], run by the server's upkeep): entries older
 //! than the newest `keep` go, except those an embedding model still working needs. The highest number
@@ -16,11 +28,12 @@
 //! from the tables (what it does at start anyway).
 
 use super::{Dialect, Record, Session, SqlStore, Stmt, in_list};
-use crate::fulltext::{Hit, Index, MEMORIES, SKILLS};
+use crate::fulltext::{Analyzed, Hit, Index, MEMORIES, SKILLS, Schema};
 use crate::vectors::VectorIndex;
 use crate::{LogPrune, StoreError, StoreResult};
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// Which index a log entry or a query is about (the `kind` column; 2 and 3 say the vector
 /// of a skill or a memory changed, see `sql/vectors.rs`).
@@ -87,6 +100,12 @@ impl Kind {
             Kind::Memories => "m.memory_id",
         }
     }
+    fn schema(self) -> &'static Schema {
+        match self {
+            Kind::Skills => &SKILLS,
+            Kind::Memories => &MEMORIES,
+        }
+    }
     fn fields(self) -> [&'static str; 3] {
         match self {
             Kind::Skills => ["slug", "name", "description"],
@@ -108,6 +127,11 @@ pub(crate) struct Fulltext {
     built: tokio::sync::OnceCell<()>,
     /// One catch-up at a time: a second one waiting finds the log already applied.
     pub(crate) catching_up: tokio::sync::Mutex<()>,
+    /// Rows applied from the log, by who applied them (writers, follower, queries).
+    applied_rows: [AtomicU64; 3],
+    /// Log numbers this node's own committed writes appended and no catch-up applied yet:
+    /// their writers apply them before answering, so a query finding only these goes on.
+    own_pending: Mutex<BTreeSet<i64>>,
 }
 
 struct Indexes {
@@ -142,6 +166,8 @@ impl Default for Fulltext {
             builds: AtomicU64::new(0),
             built: tokio::sync::OnceCell::new(),
             catching_up: tokio::sync::Mutex::new(()),
+            own_pending: Mutex::new(BTreeSet::new()),
+            applied_rows: Default::default(),
         }
     }
 }
@@ -167,6 +193,53 @@ impl Fulltext {
         self.vectors
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+    fn own(&self) -> std::sync::MutexGuard<'_, BTreeSet<i64>> {
+        self.own_pending
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+    /// Records the log numbers a write of this node committed.
+    pub(crate) fn note_own_writes(&self, seqs: &[i64]) {
+        let applied = self.applied.load(Ordering::Acquire);
+        self.own()
+            .extend(seqs.iter().copied().filter(|s| *s > applied));
+    }
+    /// Whether every entry is one of this node's own writes or applied meanwhile (none a
+    /// prune, none another node's still pending).
+    fn all_own(&self, entries: &[(i64, i64, String)]) -> bool {
+        let own = self.own();
+        // Read after the lock: a catch-up that applied an entry forgot it under that lock.
+        let applied = self.applied.load(Ordering::Acquire);
+        entries
+            .iter()
+            .all(|(seq, code, _)| *code != PRUNED && (*seq <= applied || own.contains(seq)))
+    }
+    /// Forgets the own writes a catch-up applied (everything up to `newest`).
+    fn applied_through(&self, newest: i64) {
+        let mut own = self.own();
+        self.applied.store(newest, Ordering::Release);
+        *own = own.split_off(&(newest + 1));
+    }
+    /// Whether the indexes have been built (a node that never searched has nothing to keep
+    /// in step).
+    pub(crate) fn is_built(&self) -> bool {
+        self.built.initialized()
+    }
+    pub(crate) fn stats(&self) -> crate::SearchStats {
+        let rows = {
+            let indexes = self.read();
+            (indexes.skills.len() + indexes.memories.len()) as u64
+        };
+        let [writers, follower, queries] = &self.applied_rows;
+        crate::SearchStats {
+            ready: self.is_built(),
+            builds: self.builds.load(Ordering::Relaxed),
+            rows,
+            applied_by_writers: writers.load(Ordering::Relaxed),
+            applied_by_follower: follower.load(Ordering::Relaxed),
+            applied_by_queries: queries.load(Ordering::Relaxed),
+        }
     }
 }
 
@@ -204,15 +277,33 @@ pub(crate) async fn log_codes<D: Dialect>(
         let values: Vec<String> = (1..=chunk.len())
             .map(|n| format!("({code}, ${n})"))
             .collect();
-        s.execute(
-            Stmt::new(format!(
-                "INSERT INTO fulltext_log (kind, key) VALUES {}",
-                values.join(", ")
-            ))
-            .bind_all(chunk),
-        )
-        .await?;
+        let rows = s
+            .all(
+                Stmt::new(format!(
+                    "INSERT INTO fulltext_log (kind, key) VALUES {} RETURNING seq",
+                    values.join(", ")
+                ))
+                .bind_all(chunk),
+            )
+            .await?;
+        note_logged(s, &rows)?;
     }
+    Ok(())
+}
+
+/// Records the log numbers a write appended as this node's own, before it commits: a query
+/// that sees them committed must find them marked, or it would apply them itself (see
+/// [`Fulltext::own_pending`]). The commit then applies them; a transaction that does not
+/// commit leaves numbers no entry has, which the next catch-up past them forgets.
+fn note_logged<D: Dialect>(s: &mut Session<D>, rows: &[super::Row<D>]) -> StoreResult<()> {
+    let seqs = rows
+        .iter()
+        .map(|r| r.int("seq"))
+        .collect::<StoreResult<Vec<i64>>>()?;
+    if let Some(store) = s.store.as_ref() {
+        store.fulltext.note_own_writes(&seqs);
+    }
+    s.logged_search.extend(seqs);
     Ok(())
 }
 
@@ -224,22 +315,67 @@ pub(crate) async fn log_workspace<D: Dialect>(s: &mut Session<D>, ws: &str) -> S
         (Kind::Skills, "skills", "skill_id"),
         (Kind::Memories, "memories", "memory_id"),
     ] {
-        s.execute(
-            Stmt::new(format!(
-                "INSERT INTO fulltext_log (kind, key) SELECT {}, {key} FROM {table}
-                 WHERE workspace_id = $1 ORDER BY {key}",
-                kind as i64
-            ))
-            .bind(ws),
-        )
-        .await?;
+        let rows = s
+            .all(
+                Stmt::new(format!(
+                    "INSERT INTO fulltext_log (kind, key) SELECT {}, {key} FROM {table}
+                     WHERE workspace_id = $1 ORDER BY {key} RETURNING seq",
+                    kind as i64
+                ))
+                .bind(ws),
+            )
+            .await?;
+        note_logged(s, &rows)?;
     }
     Ok(())
 }
 
+/// Who runs a catch-up (each counts the rows it applied: [`crate::SearchStats`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Applier {
+    Writer,
+    Follower,
+    Query,
+}
+
+/// Texts of a page of rows above which their analysis leaves the async worker.
+const ANALYSE_INLINE_BYTES: usize = 8 * 1024;
+
+/// A row read for the index: `(key, workspace, fields…)`.
+type RowText = (String, String, [String; 3]);
+
+/// Analyses rows for `kind`'s index: on a blocking thread when there is much text, so a
+/// long memory never holds an async worker (and the requests queued on it).
+async fn analyse(kind: Kind, rows: Vec<RowText>) -> StoreResult<Vec<Analyzed>> {
+    let bytes: usize = rows
+        .iter()
+        .map(|(_, _, f)| f.iter().map(String::len).sum::<usize>())
+        .sum();
+    let work = move || {
+        rows.iter()
+            .map(|(key, ws, [a, b, c])| Analyzed::new(kind.schema(), key, ws, &[a, b, c]))
+            .collect::<Vec<_>>()
+    };
+    if bytes <= ANALYSE_INLINE_BYTES {
+        return Ok(work());
+    }
+    joined(tokio::task::spawn_blocking(work)).await
+}
+
+fn row_text<D: Dialect>(kind: Kind, row: &super::Row<D>) -> StoreResult<RowText> {
+    let [a, b, c] = kind.fields();
+    Ok((
+        row.text("key")?,
+        row.text("workspace_id")?,
+        [row.text(a)?, row.text(b)?, row.text(c)?],
+    ))
+}
+
 impl<D: Dialect> SqlStore<D> {
     /// The `k` best rows of `kind` for `text` in `workspace_ids`, from an index that holds
-    /// every change committed before this call.
+    /// every change this node's writes committed before this call and every change of other
+    /// nodes found in the log (see the module's head: a query never applies this node's
+    /// own pending writes, and never waits for their writers).
     pub(crate) async fn ranked(
         &self,
         kind: Kind,
@@ -247,18 +383,59 @@ impl<D: Dialect> SqlStore<D> {
         workspace_ids: &[String],
         k: usize,
     ) -> StoreResult<Vec<Hit>> {
-        self.fulltext
-            .built
-            .get_or_try_init(|| self.build_fulltext())
-            .await?;
-        self.catch_up().await?;
+        self.warm_search().await?;
+        self.apply_others_writes().await?;
         let workspaces: Vec<&str> = workspace_ids.iter().map(String::as_str).collect();
         Ok(self.fulltext.read().get(kind).search(text, &workspaces, k))
     }
 
+    /// Builds this node's indexes unless they are built (the server calls it at start; a
+    /// query that comes first waits for it).
+    pub(crate) async fn warm_search(&self) -> StoreResult<()> {
+        self.fulltext
+            .built
+            .get_or_try_init(|| self.build_fulltext())
+            .await?;
+        Ok(())
+    }
+
+    /// What a query applies: entries other nodes wrote (or a prune past this node). When
+    /// every entry past this node's position is one of its own writes, their writers are
+    /// applying them: the query goes on without them.
+    async fn apply_others_writes(&self) -> StoreResult<()> {
+        let mut s = self.read().await?;
+        let applied = self.fulltext.applied.load(Ordering::Acquire);
+        let entries = log_after(&mut s, applied).await?;
+        drop(s);
+        if entries.is_empty() || self.fulltext.all_own(&entries) {
+            return Ok(());
+        }
+        self.catch_up(Applier::Query).await
+    }
+
+    /// After a write of this node committed (`Session::commit`): applies the log, so the
+    /// writer's next query sees its write. A failure is logged, not returned: the write is
+    /// durable, and the next catch-up (the follower's, or a query's) applies it.
+    pub(crate) async fn apply_own_writes(&self) {
+        if !self.fulltext.is_built() {
+            return;
+        }
+        if let Err(e) = self.catch_up(Applier::Writer).await {
+            tracing::warn!(error = %e, "applying this node's writes to its search indexes failed; the next catch-up applies them");
+        }
+    }
+
+    /// The server's follower: applies what the log holds past this node's position (other
+    /// nodes' writes), so queries rarely meet any. Builds the indexes first if needed.
+    pub(crate) async fn follow_log(&self) -> StoreResult<()> {
+        self.warm_search().await?;
+        self.catch_up(Applier::Follower).await
+    }
+
     /// Reads every row into fresh indexes. The log's newest number is read first: a change
     /// committed after it is applied by the next catch-up (re-reading a row is idempotent),
-    /// so the rows need not come from one snapshot.
+    /// so the rows need not come from one snapshot. Rows are analysed off the async workers
+    /// while the next page is read.
     async fn build_fulltext(&self) -> StoreResult<()> {
         let started = std::time::Instant::now();
         let mut s = self.read().await?;
@@ -269,6 +446,7 @@ impl<D: Dialect> SqlStore<D> {
         };
         for kind in [Kind::Skills, Kind::Memories] {
             let mut after = String::new();
+            let mut analysing: Option<tokio::task::JoinHandle<Vec<Analyzed>>> = None;
             loop {
                 let rows = s
                     .all(
@@ -280,23 +458,41 @@ impl<D: Dialect> SqlStore<D> {
                         .bind(after.clone()),
                     )
                     .await?;
-                let Some(last) = rows.last() else { break };
-                after = last.text("key")?;
-                let index = built.get_mut(kind);
-                for row in &rows {
-                    apply_row::<D>(index, kind, row)?;
+                let last_page = (rows.len() as i64) < BUILD_PAGE;
+                let texts = rows
+                    .iter()
+                    .map(|r| row_text::<D>(kind, r))
+                    .collect::<StoreResult<Vec<_>>>()?;
+                if let Some(last) = texts.last() {
+                    after = last.0.clone();
                 }
-                if (rows.len() as i64) < BUILD_PAGE {
+                drop(rows);
+                // The previous page's analysis ran while this page was read.
+                if let Some(previous) = analysing.take() {
+                    insert_all(built.get_mut(kind), joined(previous).await?);
+                }
+                if !texts.is_empty() {
+                    analysing = Some(tokio::task::spawn_blocking(move || {
+                        texts
+                            .iter()
+                            .map(|(key, ws, [a, b, c])| {
+                                Analyzed::new(kind.schema(), key, ws, &[a, b, c])
+                            })
+                            .collect()
+                    }));
+                }
+                if last_page {
                     break;
                 }
-                // Tokenising a page takes milliseconds: let the worker's other tasks run.
-                tokio::task::yield_now().await;
+            }
+            if let Some(previous) = analysing.take() {
+                insert_all(built.get_mut(kind), joined(previous).await?);
             }
         }
         drop(s);
         built.skills.shrink_to_fit();
         built.memories.shrink_to_fit();
-        tracing::debug!(
+        tracing::info!(
             builds = self.fulltext.builds.load(Ordering::Relaxed) + 1,
             skills = built.skills.len(),
             memories = built.memories.len(),
@@ -304,13 +500,13 @@ impl<D: Dialect> SqlStore<D> {
             "full-text indexes built"
         );
         *self.fulltext.write() = built;
-        self.fulltext.applied.store(newest, Ordering::Release);
+        self.fulltext.applied_through(newest);
         self.fulltext.builds.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
 
     /// Applies the log entries past the last one applied.
-    pub(crate) async fn catch_up(&self) -> StoreResult<()> {
+    pub(crate) async fn catch_up(&self, by: Applier) -> StoreResult<()> {
         let mut s = self.read().await?;
         let mut applied = self.fulltext.applied.load(Ordering::Acquire);
         let mut entries = log_after(&mut s, applied).await?;
@@ -320,7 +516,7 @@ impl<D: Dialect> SqlStore<D> {
         let _one_at_a_time = self.fulltext.catching_up.lock().await;
         let now = self.fulltext.applied.load(Ordering::Acquire);
         if now != applied {
-            // Another query applied (part of) these meanwhile: start from where it stopped.
+            // Another catch-up applied (part of) these meanwhile: start from where it stopped.
             applied = now;
             entries = log_after(&mut s, applied).await?;
         }
@@ -360,16 +556,24 @@ impl<D: Dialect> SqlStore<D> {
                             .bind_all(&keys),
                         )
                         .await?;
-                    let mut indexes = self.fulltext.write();
-                    let index = indexes.get_mut(kind);
-                    // A key without a row now has none (deleted, unpublished, archived).
-                    for key in &keys {
-                        index.remove(key);
+                    let texts = rows
+                        .iter()
+                        .map(|r| row_text::<D>(kind, r))
+                        .collect::<StoreResult<Vec<_>>>()?;
+                    drop(rows);
+                    self.fulltext.applied_rows[by as usize]
+                        .fetch_add(keys.len() as u64, Ordering::Relaxed);
+                    let analysed = analyse(kind, texts).await?;
+                    {
+                        let mut indexes = self.fulltext.write();
+                        let index = indexes.get_mut(kind);
+                        // A key without a row now has none (deleted, unpublished, archived).
+                        for key in &keys {
+                            index.remove_keeping_dead(key);
+                        }
+                        insert_all(index, analysed);
                     }
-                    for row in &rows {
-                        apply_row::<D>(index, kind, row)?;
-                    }
-                    drop(indexes);
+                    self.compact_if_needed(kind);
                     // Its vector was made from the text before this change.
                     if let Some(vectors) = self.fulltext.vectors_write().as_mut() {
                         for (seq, key) in &changed {
@@ -381,7 +585,7 @@ impl<D: Dialect> SqlStore<D> {
                     self.reload_vectors(&mut s, kind, &revectored).await?;
                 }
             }
-            self.fulltext.applied.store(newest, Ordering::Release);
+            self.fulltext.applied_through(newest);
             if entries.len() < BATCH {
                 break;
             }
@@ -389,6 +593,34 @@ impl<D: Dialect> SqlStore<D> {
         }
         Ok(())
     }
+
+    /// Compacts `kind`'s index when its dead rows call for it: the copy is built under the
+    /// read lock (queries go on; catch-ups, the only writers, hold `catching_up`), then
+    /// swapped in.
+    fn compact_if_needed(&self, kind: Kind) {
+        let compacted = {
+            let indexes = self.fulltext.read();
+            let index = indexes.get(kind);
+            if !index.needs_compaction() {
+                return;
+            }
+            index.compacted()
+        };
+        *self.fulltext.write().get_mut(kind) = compacted;
+    }
+}
+
+fn insert_all(index: &mut Index, rows: Vec<Analyzed>) {
+    for row in rows {
+        index.insert(row);
+    }
+}
+
+/// The rows an analysis task made; it fails only if the task panicked or the runtime is
+/// shutting down.
+async fn joined(task: tokio::task::JoinHandle<Vec<Analyzed>>) -> StoreResult<Vec<Analyzed>> {
+    task.await
+        .map_err(|e| StoreError::Internal(format!("analysing rows for search failed: {e}")))
 }
 
 impl<D: Dialect> SqlStore<D> {
@@ -475,17 +707,6 @@ async fn log_after<D: Dialect>(
     .collect()
 }
 
-fn apply_row<D: Dialect>(index: &mut Index, kind: Kind, row: &super::Row<D>) -> StoreResult<()> {
-    let [a, b, c] = kind.fields();
-    let fields = [row.text(a)?, row.text(b)?, row.text(c)?];
-    index.upsert(
-        &row.text("key")?,
-        &row.text("workspace_id")?,
-        &[&fields[0], &fields[1], &fields[2]],
-    );
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -509,7 +730,9 @@ mod tests {
     async fn a_node_behind_the_pruned_point_rebuilds_once_and_then_follows_the_log() {
         let dir = tempfile::tempdir().unwrap();
         let store = SqliteStore::open(&dir.path().join("x.db")).await.unwrap();
-        log_entries(&store, 3).await;
+        // Another node writes (a node's own writes are applied by their commit).
+        let other = SqliteStore::open(&dir.path().join("x.db")).await.unwrap();
+        log_entries(&other, 3).await;
         query(&store).await;
         let builds = || store.fulltext.builds.load(Ordering::Relaxed);
         assert_eq!(builds(), 1);
@@ -523,7 +746,7 @@ mod tests {
         query(&store).await;
         assert_eq!(builds(), 1);
         // Entries it never applied pruned: one rebuild, at the pruned point.
-        log_entries(&store, 2).await;
+        log_entries(&other, 2).await;
         store
             .prune_log(0, "2999-01-01T00:00:00.000Z")
             .await
@@ -533,7 +756,7 @@ mod tests {
         assert_eq!(store.fulltext.applied.load(Ordering::Relaxed), 5);
         // The log is empty now; later queries and entries need no rebuild.
         query(&store).await;
-        log_entries(&store, 1).await;
+        log_entries(&other, 1).await;
         query(&store).await;
         assert_eq!(builds(), 2);
         assert_eq!(store.fulltext.applied.load(Ordering::Relaxed), 6);

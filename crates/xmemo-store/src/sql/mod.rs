@@ -25,6 +25,7 @@ mod vectors;
 
 pub use driver::{Driver, Record, Stmt};
 pub(crate) use driver::{in_list, to_i64};
+pub use signin::DEVICE_ORIGIN_PREFIX;
 
 use crate::{StoreError, StoreResult};
 use driver::Held;
@@ -71,6 +72,11 @@ pub struct Session<D: Dialect> {
     /// chain's lock until it ends, so the next append links to it without locking or reading
     /// again. Forgotten when a savepoint rolls back (the entry may be gone).
     audit_head: Option<(i64, String)>,
+    /// The `fulltext_log` numbers this transaction appended (see `fulltext.rs`).
+    pub(crate) logged_search: Vec<i64>,
+    /// The store of a write transaction: its commit applies the search log on this node
+    /// before the write answers (`SqlStore::apply_own_writes`).
+    pub(crate) store: Option<SqlStore<D>>,
 }
 
 impl<D: Dialect> Session<D> {
@@ -141,10 +147,21 @@ impl<D: Dialect> Session<D> {
     }
 
     pub async fn commit(self) -> StoreResult<()> {
-        if let Held::Tx(tx) = self.held {
+        let Session {
+            held,
+            cache,
+            touched_auth,
+            logged_search,
+            store,
+            ..
+        } = self;
+        if let Held::Tx(tx) = held {
             Db::<D>::commit(tx).await?;
-            if self.touched_auth {
-                self.cache.invalidate();
+            if touched_auth {
+                cache.invalidate();
+            }
+            if let Some(store) = store.filter(|_| !logged_search.is_empty()) {
+                store.apply_own_writes().await;
             }
         }
         Ok(())
@@ -230,6 +247,8 @@ impl<D: Dialect> SqlStore<D> {
             cache: self.cache.clone(),
             touched_auth: false,
             audit_head: None,
+            logged_search: Vec::new(),
+            store: None,
         })
     }
 
@@ -240,6 +259,8 @@ impl<D: Dialect> SqlStore<D> {
             cache: self.cache.clone(),
             touched_auth: false,
             audit_head: None,
+            logged_search: Vec::new(),
+            store: Some(self.clone()),
         })
     }
 

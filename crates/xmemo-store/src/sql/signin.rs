@@ -95,14 +95,19 @@ pub async fn insert_password<D: Dialect>(
     Ok(())
 }
 
-/// Addresses kept per account: the most recent ones it signed in from.
+/// Origins kept per account and kind (addresses, devices): the most recent ones it signed
+/// in from.
 pub const SIGNIN_ADDRESSES_KEPT: i64 = 20;
+
+/// How a device is written among the origins of `signin_addresses`: this prefix and the
+/// SHA-256 of its cookie (an address never starts with a letter and a colon like this).
+pub const DEVICE_ORIGIN_PREFIX: &str = "device:";
 
 pub async fn create_session<D: Dialect>(
     store: &SqlStore<D>,
     new: NewWebSession,
     replaces: Option<&str>,
-    address: Option<&str>,
+    origins: &[&str],
     audit: AuditDraft,
 ) -> StoreResult<WebSession> {
     let mut s = store.write().await?;
@@ -129,23 +134,31 @@ pub async fn create_session<D: Dialect>(
             .bind(&new.absolute_expires_at),
     )
     .await?;
-    if let Some(address) = address {
-        // The addresses an account signed in from, which its sign-in ceiling never refuses
-        // (the service's budgets); only the most recent few are kept.
+    for origin in origins {
+        // Where the account signed in from: addresses and devices (`device:` + the hash of a
+        // device cookie), which its sign-in ceiling never refuses (the service's budgets);
+        // only the most recent few of each kind are kept.
         s.execute(
             Stmt::new(
                 "INSERT INTO signin_addresses (account_id, address, last_signed_in_at) VALUES ($1, $2, $3)
                  ON CONFLICT (account_id, address) DO UPDATE SET last_signed_in_at = $3",
             )
             .bind(&new.account_id)
-            .bind(address)
+            .bind(*origin)
             .bind(&new.created_at),
         )
         .await?;
+        let same_kind = if origin.starts_with(DEVICE_ORIGIN_PREFIX) {
+            "LIKE"
+        } else {
+            "NOT LIKE"
+        };
         s.execute(
             Stmt::new(format!(
-                "DELETE FROM signin_addresses WHERE account_id = $1 AND address NOT IN
+                "DELETE FROM signin_addresses WHERE account_id = $1
+                 AND address {same_kind} '{DEVICE_ORIGIN_PREFIX}%' AND address NOT IN
                  (SELECT address FROM signin_addresses WHERE account_id = $1
+                  AND address {same_kind} '{DEVICE_ORIGIN_PREFIX}%'
                   ORDER BY last_signed_in_at DESC, address LIMIT {SIGNIN_ADDRESSES_KEPT})"
             ))
             .bind(&new.account_id),
@@ -157,7 +170,8 @@ pub async fn create_session<D: Dialect>(
     Ok(new)
 }
 
-/// Whether the account signed in from `address` (one of its most recent addresses).
+/// Whether the account signed in from `address` (one of its most recent addresses, or
+/// devices: see [`DEVICE_ORIGIN_PREFIX`]).
 pub async fn known_signin_address<D: Dialect>(
     store: &SqlStore<D>,
     account_id: &str,

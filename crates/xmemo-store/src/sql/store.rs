@@ -132,6 +132,12 @@ impl<D: Dialect> Store for SqlStore<D> {
     async fn account_usage(&self, account_id: &str) -> StoreResult<Usage> {
         super::usage::usage(self, account_id).await
     }
+    async fn record_node_quotas(&self, record: &NodeQuotas) -> StoreResult<()> {
+        super::usage::record_node_quotas(self, record).await
+    }
+    async fn node_quotas(&self) -> StoreResult<Vec<NodeQuotas>> {
+        super::usage::node_quotas(self).await
+    }
     async fn remove_member(
         &self,
         workspace_id: &str,
@@ -234,10 +240,10 @@ impl<D: Dialect> Store for SqlStore<D> {
         &self,
         new: NewWebSession,
         replaces: Option<&str>,
-        address: Option<&str>,
+        origins: &[&str],
         audit: AuditDraft,
     ) -> StoreResult<WebSession> {
-        signin::create_session(self, new, replaces, address, audit).await
+        signin::create_session(self, new, replaces, origins, audit).await
     }
     async fn known_signin_address(&self, account_id: &str, address: &str) -> StoreResult<bool> {
         signin::known_signin_address(self, account_id, address).await
@@ -496,6 +502,22 @@ impl<D: Dialect> Store for SqlStore<D> {
 
     async fn prune_fulltext_log(&self, keep: u64, idle_before: &str) -> StoreResult<LogPrune> {
         self.prune_log(keep, idle_before).await
+    }
+
+    async fn warm_search(&self) -> StoreResult<()> {
+        SqlStore::warm_search(self).await
+    }
+
+    fn search_ready(&self) -> bool {
+        self.fulltext.is_built()
+    }
+
+    fn search_stats(&self) -> SearchStats {
+        self.fulltext.stats()
+    }
+
+    async fn follow_search_log(&self) -> StoreResult<()> {
+        self.follow_log().await
     }
 
     async fn table_counts(&self) -> StoreResult<BTreeMap<String, u64>> {
