@@ -12,7 +12,8 @@
 
 use crate::memories::{self, MemoryCorpus};
 use crate::server::{Budgets, Server, StartOptions};
-use crate::{Args, load};
+use crate::load;
+use std::path::PathBuf;
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 use std::path::Path;
@@ -55,7 +56,21 @@ struct Scenario {
     then: Option<Answer>,
 }
 
-pub async fn run(args: &Args, bin: &Path) -> Result<()> {
+/// What this benchmark takes from the main arguments (given by `main`, so this module does
+/// not depend on the crate root).
+pub struct Settings {
+    pub embed_endpoint: EmbedEndpointArgs,
+    pub database_url: Option<String>,
+    pub corpus_seed: u64,
+    pub vocabulary: usize,
+    pub duration_secs: u64,
+    pub clients: Vec<usize>,
+    pub keep_data: bool,
+    pub data_parent: Option<PathBuf>,
+    pub seed_concurrency: usize,
+}
+
+pub async fn run(args: &Settings, bin: &Path) -> Result<()> {
     let opts = &args.embed_endpoint;
     if args.database_url.is_some() {
         bail!("--embed-endpoint starts a server per scenario and runs on SQLite only");
@@ -171,7 +186,7 @@ impl Row {
 }
 
 async fn measure(
-    args: &Args,
+    args: &Settings,
     bin: &Path,
     scenario: Scenario,
     corpus: Arc<MemoryCorpus>,

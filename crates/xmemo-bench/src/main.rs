@@ -169,7 +169,18 @@ async fn main() -> Result<()> {
     };
 
     if args.embed_endpoint.embed_endpoint {
-        return embed_endpoint::run(&args, &bin).await;
+        let settings = embed_endpoint::Settings {
+            embed_endpoint: args.embed_endpoint.clone(),
+            database_url: args.database_url.clone(),
+            corpus_seed: args.corpus_seed,
+            vocabulary: args.vocabulary,
+            duration_secs: args.duration_secs,
+            clients: args.clients.clone(),
+            keep_data: args.keep_data,
+            data_parent: args.data_parent.clone(),
+            seed_concurrency: args.seed_concurrency,
+        };
+        return embed_endpoint::run(&settings, &bin).await;
     }
     if !args.writes.phases.is_empty() {
         let common = write_phase::Common {
