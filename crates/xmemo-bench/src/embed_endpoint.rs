@@ -10,13 +10,13 @@
 //! `--embed-memories` memories of the `--memories` corpus; recall is measured with one client
 //! for `--duration-secs`, then with the largest of `--clients`.
 
+use crate::load;
 use crate::memories::{self, MemoryCorpus};
 use crate::server::{Budgets, Server, StartOptions};
-use crate::load;
-use std::path::PathBuf;
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 use std::path::Path;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

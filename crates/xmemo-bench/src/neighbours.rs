@@ -225,7 +225,9 @@ pub async fn run(args: &WriteArgs, common: &Common<'_>) -> Result<String> {
     let mut srv = common.start(true)?;
     let seeded = args.neighbours_memories;
     let corpus = Arc::new(MemoryCorpus::new(common.corpus_seed, common.vocabulary));
-    eprintln!("xmemo-bench: neighbours: seeding {seeded} memories and {SKILLS} skills of the reader");
+    eprintln!(
+        "xmemo-bench: neighbours: seeding {seeded} memories and {SKILLS} skills of the reader"
+    );
     let mut ids = Vec::new();
     memories::seed(
         &srv.base_url,
@@ -256,9 +258,24 @@ pub async fn run(args: &WriteArgs, common: &Common<'_>) -> Result<String> {
         "requests",
     );
     // Warm-up, then idle.
-    reader_load(&srv.base_url, &srv.admin_key, corpus.clone(), seeded, clients, Duration::from_secs(2)).await?;
-    let (idle_recall, idle_l0) =
-        reader_load(&srv.base_url, &srv.admin_key, corpus.clone(), seeded, clients, duration).await?;
+    reader_load(
+        &srv.base_url,
+        &srv.admin_key,
+        corpus.clone(),
+        seeded,
+        clients,
+        Duration::from_secs(2),
+    )
+    .await?;
+    let (idle_recall, idle_l0) = reader_load(
+        &srv.base_url,
+        &srv.admin_key,
+        corpus.clone(),
+        seeded,
+        clients,
+        duration,
+    )
+    .await?;
     out.push_str(&row("idle", &idle_recall, &idle_l0, 0.0));
     let mut verdicts = Vec::new();
     for (name, paced) in [
@@ -271,9 +288,15 @@ pub async fn run(args: &WriteArgs, common: &Common<'_>) -> Result<String> {
         tokio::time::sleep(Duration::from_millis(500)).await;
         let before = written.load(Ordering::Relaxed);
         let t = Instant::now();
-        let (recall, l0) =
-            reader_load(&srv.base_url, &srv.admin_key, corpus.clone(), seeded, clients, duration)
-                .await?;
+        let (recall, l0) = reader_load(
+            &srv.base_url,
+            &srv.admin_key,
+            corpus.clone(),
+            seeded,
+            clients,
+            duration,
+        )
+        .await?;
         let rate = (written.load(Ordering::Relaxed) - before) as f64 / t.elapsed().as_secs_f64();
         stop.store(true, Ordering::Relaxed);
         for w in writers {
@@ -294,7 +317,9 @@ pub async fn run(args: &WriteArgs, common: &Common<'_>) -> Result<String> {
     if target > 0 {
         let stop = Arc::new(AtomicBool::new(false));
         let written = Arc::new(AtomicU64::new(0));
-        eprintln!("xmemo-bench: neighbours: filling the writer's account to {target} memories of 16 KiB");
+        eprintln!(
+            "xmemo-bench: neighbours: filling the writer's account to {target} memories of 16 KiB"
+        );
         let writers = start_writers(&srv.base_url, &writer, false, stop.clone(), written.clone());
         while written.load(Ordering::Relaxed) < target as u64 {
             tokio::time::sleep(Duration::from_millis(200)).await;

@@ -18,7 +18,12 @@ fn metric(text: &str, name: &str) -> u64 {
 fn start(data: &std::path::Path) -> ServerProcess {
     ServerProcess::start(
         BIN,
-        &["--data-dir", data.to_str().expect("utf-8"), "--write-rate", "0"],
+        &[
+            "--data-dir",
+            data.to_str().expect("utf-8"),
+            "--write-rate",
+            "0",
+        ],
         &[],
     )
 }

@@ -129,8 +129,10 @@ pub struct Analyzed {
     workspace: Box<str>,
     lang: Lang,
     len: u32,
-    /// Each distinct term with its weighted count (terms of weight 0 left out).
-    terms: Vec<(Box<str>, f32)>,
+    /// Every distinct term, one after the other (one allocation, whatever the row's length).
+    words: String,
+    /// Each term's bytes in `words` and its weighted count (terms of weight 0 left out).
+    spans: Vec<(u32, u32, f32)>,
 }
 
 impl Analyzed {
@@ -151,16 +153,22 @@ impl Analyzed {
                 }
             });
         }
+        let mut words = String::with_capacity(counts.keys().map(String::len).sum());
+        let mut spans = Vec::with_capacity(counts.len());
+        for (w, f) in counts {
+            if f > 0.0 {
+                let start = words.len() as u32;
+                words.push_str(&w);
+                spans.push((start, words.len() as u32, f));
+            }
+        }
         Analyzed {
             key: Box::from(key),
             workspace: Box::from(workspace),
             lang,
             len,
-            terms: counts
-                .into_iter()
-                .filter(|(_, f)| *f > 0.0)
-                .map(|(w, f)| (w.into_boxed_str(), f))
-                .collect(),
+            words,
+            spans,
         }
     }
 }
@@ -170,7 +178,11 @@ pub struct Index {
     schema: &'static Schema,
     /// Live rows per language (`Lang::index`).
     lang_rows: [u32; Lang::ALL.len()],
+    /// Every word in order, for the last query word's prefix expansion.
     dict: BTreeMap<Box<str>, u32>,
+    /// The same words hashed: adding a row looks up each of its words (a sorted map's string
+    /// comparisons were most of the time a write spent holding the index's lock).
+    ids: HashMap<Box<str>, u32>,
     lists: Vec<Lists>,
     docs: Vec<Doc>,
     by_key: HashMap<Box<str>, u32>,
@@ -214,6 +226,7 @@ impl Index {
             schema,
             lang_rows: [0; Lang::ALL.len()],
             dict: BTreeMap::new(),
+            ids: HashMap::new(),
             lists: Vec::new(),
             docs: Vec::new(),
             by_key: HashMap::new(),
@@ -252,12 +265,14 @@ impl Index {
         let Ok(doc) = u32::try_from(self.docs.len()) else {
             return;
         };
-        for (word, f) in row.terms {
-            let id = match self.dict.get(&*word) {
+        for &(start, end, f) in &row.spans {
+            let word = &row.words[start as usize..end as usize];
+            let id = match self.ids.get(word) {
                 Some(id) => *id,
                 None => {
                     let id = self.lists.len() as u32;
-                    self.dict.insert(word, id);
+                    self.dict.insert(Box::from(word), id);
+                    self.ids.insert(Box::from(word), id);
                     self.lists.push(Lists::default());
                     id
                 }
@@ -323,6 +338,7 @@ impl Index {
         }
         self.docs.shrink_to_fit();
         self.by_key.shrink_to_fit();
+        self.ids.shrink_to_fit();
     }
 
     /// A copy without the dead rows and their postings, the rest renumbered in the same
@@ -369,6 +385,7 @@ impl Index {
             schema: self.schema,
             lang_rows: self.lang_rows,
             dict: self.dict.clone(),
+            ids: self.ids.clone(),
             lists,
             docs,
             by_key,
@@ -410,7 +427,7 @@ impl Index {
             let mut ids: Vec<u32> = term
                 .variants
                 .iter()
-                .filter_map(|v| self.dict.get(v.as_str()).copied())
+                .filter_map(|v| self.ids.get(v.as_str()).copied())
                 .collect();
             if let Some(word) = &term.prefix {
                 for start in term.variants.iter().chain([word]) {
