@@ -395,17 +395,26 @@ impl Index {
         }
     }
 
-    /// The languages a query is stemmed in: its own when it can be told, then each language
-    /// holding a fair share of the rows (English when none does).
+    /// The languages a query is stemmed in: its own when it can be told among the languages
+    /// the index holds rows in, then each language holding a fair share of the rows (English
+    /// when none does). When every language with rows holds a fair share (an index in one
+    /// language), telling the query's own would add none: it is not tried.
     fn query_languages(&self, query: &str) -> Vec<Lang> {
-        let mut langs: Vec<Lang> = analyze::detect(query).into_iter().collect();
         let live = f64::from(self.live.max(1));
-        let mut held: Vec<(u32, Lang)> = Lang::ALL
+        let present: Vec<Lang> = Lang::ALL
+            .into_iter()
+            .filter(|l| self.lang_rows[l.index()] > 0)
+            .collect();
+        let mut held: Vec<(u32, Lang)> = present
             .iter()
             .map(|l| (self.lang_rows[l.index()], *l))
             .filter(|(n, _)| f64::from(*n) / live >= QUERY_LANGUAGE_SHARE)
             .collect();
         held.sort_by_key(|h| std::cmp::Reverse(h.0));
+        let mut langs: Vec<Lang> = Vec::new();
+        if present.len() > held.len() {
+            langs.extend(analyze::detect_query(query, &present));
+        }
         for (_, lang) in held {
             if !langs.contains(&lang) {
                 langs.push(lang);
