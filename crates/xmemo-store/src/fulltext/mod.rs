@@ -683,6 +683,61 @@ mod tests {
         hits.iter().map(|h| h.key.as_str()).collect()
     }
 
+    /// Issue #29, defect 8: telling a query's language was up to a fifth of a Level 0
+    /// search. It is told only among the languages rows are written in, and not tried when
+    /// each of them holds its share.
+    #[test]
+    fn a_query_is_stemmed_in_the_languages_its_index_holds() {
+        let english_rows = [
+            (
+                "a",
+                "w",
+                "deploy",
+                "Deploy",
+                "how we deploy the billing service to production",
+            ),
+            (
+                "b",
+                "w",
+                "rollback",
+                "Rollback",
+                "how we roll back a release that went wrong",
+            ),
+        ];
+        let french_query = "comment déployer le service de facturation en production";
+        assert_eq!(
+            skills(&english_rows).query_languages(french_query),
+            vec![Lang::English],
+            "no row is French: the query's language is not tried"
+        );
+        let mut mixed = skills(&english_rows);
+        for i in 0..30 {
+            mixed.upsert(
+                &format!("e{i}"),
+                "w",
+                &[
+                    "release",
+                    "Release",
+                    "how we check a release before it goes out to every customer",
+                ],
+            );
+        }
+        mixed.upsert(
+            "f",
+            "w",
+            &[
+                "facturation",
+                "Facturation",
+                "comment nous déployons le service de facturation en production chaque semaine",
+            ],
+        );
+        assert_eq!(
+            mixed.query_languages(french_query),
+            vec![Lang::French, Lang::English],
+            "French rows are below the share: the query's own language is told"
+        );
+    }
+
     #[test]
     fn heavy_fields_rank_first_and_other_workspaces_are_invisible() {
         let index = skills(&[

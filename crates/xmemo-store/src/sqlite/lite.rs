@@ -461,6 +461,22 @@ mod tests {
         assert_eq!(rows[0].text("ba").unwrap(), "yx");
     }
 
+    /// Issue #29, defect 8: pages are read through the memory map, not a pread each.
+    #[tokio::test]
+    async fn every_connection_reads_through_a_memory_map() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        let writer = LitePool::open(&path, Access::ReadWrite, 1).unwrap();
+        let reader = LitePool::open(&path, Access::ReadOnly, 2).unwrap();
+        for pool in [&writer, &reader] {
+            let mut h = held(pool.acquire().await.unwrap());
+            let rows = Lite::fetch_all(&mut h, Stmt::new("PRAGMA mmap_size"))
+                .await
+                .unwrap();
+            assert_eq!(rows[0].int("mmap_size").unwrap(), MMAP_SIZE as i64);
+        }
+    }
+
     #[test]
     fn limits_bound_as_integers_are_written_into_the_text() {
         let args = [Arg::Text(Some("w")), Arg::Int(40), Arg::Int(5)];
