@@ -42,7 +42,8 @@ pub enum ServiceError {
         message: String,
         retry_after_secs: u64,
     },
-    /// A capacity limit of this server is reached (e.g. concurrent executions): retryable
+    /// A capacity limit of this server is reached (e.g. concurrent executions, or a search
+    /// while the search indexes are being built after a start): retryable
     /// SERVICE_UNAVAILABLE whose message is shown, since it describes no fault, with
     /// `retry_after_secs` as for [`ServiceError::RateLimited`].
     #[error("{message}")]
@@ -277,6 +278,10 @@ impl From<LimitReached> for ServiceError {
     }
 }
 
+/// What a search answered while the server builds its search indexes tells the client to
+/// wait before trying again.
+const SEARCH_WARMING_RETRY_SECS: u64 = 2;
+
 impl From<StoreError> for ServiceError {
     fn from(e: StoreError) -> Self {
         match e {
@@ -292,6 +297,30 @@ impl From<StoreError> for ServiceError {
                 Self::Internal(msg)
             }
             StoreError::Limit(limit) => limit.into(),
+            StoreError::Warming(message) => Self::AtCapacity {
+                message,
+                retry_after_secs: SEARCH_WARMING_RETRY_SECS,
+            },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A search while the indexes are built is a retryable 503 that says when to come back,
+    /// with a message the client can act on (not the generic "unavailable").
+    #[test]
+    fn a_search_while_the_indexes_are_built_is_a_retryable_503() {
+        let e = ServiceError::from(StoreError::Warming("building its search indexes".into()));
+        assert_eq!(e.code(), ErrorCode::ServiceUnavailable);
+        assert!(e.retryable());
+        assert_eq!(e.retry_after_secs(), Some(SEARCH_WARMING_RETRY_SECS));
+        assert!(
+            e.public_message().contains("search indexes"),
+            "{}",
+            e.public_message()
+        );
     }
 }

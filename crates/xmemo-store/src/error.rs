@@ -13,6 +13,10 @@ pub enum StoreError {
     /// The database cannot be reached or refused the connection.
     #[error("database unavailable: {0}")]
     Unavailable(String),
+    /// This node is building its search indexes (after its start): a search cannot be
+    /// answered yet; the same request succeeds once they are built.
+    #[error("search warming up: {0}")]
+    Warming(String),
     /// A bound the caller set on this write would be passed; nothing was written. Checked
     /// inside the write's transaction, so concurrent writes cannot all pass it.
     #[error("limit reached: {0}")]
@@ -51,7 +55,10 @@ pub enum LimitReached {
 impl StoreError {
     /// True when trying the same request again may succeed.
     pub fn is_retryable(&self) -> bool {
-        matches!(self, Self::Contention(_) | Self::Unavailable(_))
+        matches!(
+            self,
+            Self::Contention(_) | Self::Unavailable(_) | Self::Warming(_)
+        )
     }
 }
 

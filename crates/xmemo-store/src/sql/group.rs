@@ -257,6 +257,7 @@ fn same_error(e: &StoreError) -> StoreError {
         StoreError::Conflict(m) => StoreError::Conflict(m.clone()),
         StoreError::Contention(m) => StoreError::Contention(m.clone()),
         StoreError::Unavailable(m) => StoreError::Unavailable(m.clone()),
+        StoreError::Warming(m) => StoreError::Warming(m.clone()),
         StoreError::Internal(m) => StoreError::Internal(m.clone()),
     }
 }
