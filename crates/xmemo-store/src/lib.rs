@@ -2,6 +2,7 @@
 //! on [`Store`]; each backend keeps its own migrations and SQL dialect.
 #![forbid(unsafe_code)]
 
+mod background;
 pub mod error;
 pub mod fulltext;
 pub mod migrate;

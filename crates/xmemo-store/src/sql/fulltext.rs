@@ -368,7 +368,7 @@ async fn analyse(kind: Kind, rows: Vec<RowText>) -> StoreResult<Vec<Analyzed>> {
     if bytes <= ANALYSE_INLINE_BYTES {
         return Ok(work());
     }
-    joined(tokio::task::spawn_blocking(work)).await
+    crate::background::run(work).await
 }
 
 fn row_text<D: Dialect>(kind: Kind, row: &super::Row<D>) -> StoreResult<RowText> {
@@ -469,17 +469,24 @@ impl<D: Dialect> SqlStore<D> {
     /// while the next page is read.
     async fn build_fulltext(&self) -> StoreResult<()> {
         let started = std::time::Instant::now();
-        let mut s = self.read().await?;
-        let newest = s.one(newest_seq(), "log").await?.int("n")?;
+        let newest = self
+            .read()
+            .await?
+            .one(newest_seq(), "log")
+            .await?
+            .int("n")?;
         let mut built = Indexes {
             skills: Index::new(&SKILLS),
             memories: Index::new(&MEMORIES),
         };
         for kind in [Kind::Skills, Kind::Memories] {
             let mut after = String::new();
-            let mut analysing: Option<tokio::task::JoinHandle<Vec<Analyzed>>> = None;
+            let mut analysing: Option<tokio::task::JoinHandle<StoreResult<Vec<Analyzed>>>> = None;
             loop {
-                let rows = s
+                // A connection for the page's statement only (the pool is the requests').
+                let rows = self
+                    .read()
+                    .await?
                     .all(
                         Stmt::new(format!(
                             "{} AND {col} > $1 ORDER BY {col} LIMIT {BUILD_PAGE}",
@@ -503,14 +510,7 @@ impl<D: Dialect> SqlStore<D> {
                     insert_all(built.get_mut(kind), joined(previous).await?);
                 }
                 if !texts.is_empty() {
-                    analysing = Some(tokio::task::spawn_blocking(move || {
-                        texts
-                            .iter()
-                            .map(|(key, ws, [a, b, c])| {
-                                Analyzed::new(kind.schema(), key, ws, &[a, b, c])
-                            })
-                            .collect()
-                    }));
+                    analysing = Some(tokio::spawn(analyse_on_every_core(kind, texts)));
                 }
                 if last_page {
                     break;
@@ -520,7 +520,6 @@ impl<D: Dialect> SqlStore<D> {
                 insert_all(built.get_mut(kind), joined(previous).await?);
             }
         }
-        drop(s);
         built.skills.shrink_to_fit();
         built.memories.shrink_to_fit();
         tracing::info!(
@@ -536,11 +535,19 @@ impl<D: Dialect> SqlStore<D> {
         Ok(())
     }
 
-    /// Applies the log entries past the last one applied.
-    pub(crate) async fn catch_up(&self, by: Applier) -> StoreResult<()> {
+    /// The log entries past `after`, on a connection held for that statement only.
+    async fn log_past(&self, after: i64) -> StoreResult<Vec<(i64, i64, String)>> {
         let mut s = self.read().await?;
+        log_after(&mut s, after).await
+    }
+
+    /// Applies the log entries past the last one applied. A connection is held for each
+    /// statement only, never while rows are analysed or a lock is awaited: the readers' pool
+    /// is the requests' (issue #29, defect 7: a writer's catch-up holding one through its
+    /// analysis left the other accounts' searches one connection short).
+    pub(crate) async fn catch_up(&self, by: Applier) -> StoreResult<()> {
         let mut applied = self.fulltext.applied.load(Ordering::Acquire);
-        let mut entries = log_after(&mut s, applied).await?;
+        let mut entries = self.log_past(applied).await?;
         if entries.is_empty() {
             return Ok(());
         }
@@ -549,7 +556,7 @@ impl<D: Dialect> SqlStore<D> {
         if now != applied {
             // Another catch-up applied (part of) these meanwhile: start from where it stopped.
             applied = now;
-            entries = log_after(&mut s, applied).await?;
+            entries = self.log_past(applied).await?;
         }
         while let Some(&(newest, _, _)) = entries.last() {
             // The pruned point sorts before every entry left (see `log_after`).
@@ -559,7 +566,6 @@ impl<D: Dialect> SqlStore<D> {
                     return Ok(());
                 }
                 // What this node missed is gone from the log: read every row again.
-                drop(s);
                 *self.fulltext.vectors_write() = None;
                 tracing::info!(
                     applied,
@@ -580,7 +586,9 @@ impl<D: Dialect> SqlStore<D> {
                     .collect();
                 if !changed.is_empty() {
                     let keys: Vec<String> = changed.iter().map(|(_, k)| k.clone()).collect();
-                    let rows = s
+                    let rows = self
+                        .read()
+                        .await?
                         .all(
                             Stmt::new(format!(
                                 "{} AND {} IN ({})",
@@ -617,6 +625,7 @@ impl<D: Dialect> SqlStore<D> {
                     }
                 }
                 if !revectored.is_empty() {
+                    let mut s = self.read().await?;
                     self.reload_vectors(&mut s, kind, &revectored).await?;
                 }
             }
@@ -624,7 +633,7 @@ impl<D: Dialect> SqlStore<D> {
             if entries.len() < BATCH {
                 break;
             }
-            entries = log_after(&mut s, newest).await?;
+            entries = self.log_past(newest).await?;
         }
         Ok(())
     }
@@ -651,11 +660,41 @@ fn insert_all(index: &mut Index, rows: Vec<Analyzed>) {
     }
 }
 
-/// The rows an analysis task made; it fails only if the task panicked or the runtime is
-/// shutting down.
-async fn joined(task: tokio::task::JoinHandle<Vec<Analyzed>>) -> StoreResult<Vec<Analyzed>> {
+/// The rows an analysis task made; it fails only if the analysis panicked or the runtime
+/// is shutting down.
+async fn joined(
+    task: tokio::task::JoinHandle<StoreResult<Vec<Analyzed>>>,
+) -> StoreResult<Vec<Analyzed>> {
     task.await
-        .map_err(|e| StoreError::Internal(format!("analysing rows for search failed: {e}")))
+        .map_err(|e| StoreError::Internal(format!("analysing rows for search failed: {e}")))?
+}
+
+/// A build's page of rows analysed in as many parts as the analysis threads, at once (the
+/// build at start is most of a restart's wait), in the page's order.
+async fn analyse_on_every_core(kind: Kind, mut texts: Vec<RowText>) -> StoreResult<Vec<Analyzed>> {
+    let parts = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let size = texts.len().div_ceil(parts).max(1);
+    let mut chunks = Vec::with_capacity(parts);
+    while !texts.is_empty() {
+        let rest = texts.split_off(size.min(texts.len()));
+        chunks.push(std::mem::replace(&mut texts, rest));
+    }
+    let running: Vec<_> = chunks
+        .into_iter()
+        .map(|chunk| {
+            crate::background::run(move || {
+                chunk
+                    .iter()
+                    .map(|(key, ws, [a, b, c])| Analyzed::new(kind.schema(), key, ws, &[a, b, c]))
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let mut out = Vec::new();
+    for part in running {
+        out.extend(part.await?);
+    }
+    Ok(out)
 }
 
 impl<D: Dialect> SqlStore<D> {

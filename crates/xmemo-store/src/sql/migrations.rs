@@ -120,6 +120,15 @@ macro_rules! embed_migrations {
                     "/0014_node_quotas.sql"
                 )),
             },
+            $crate::migrate::Migration {
+                version: 15,
+                name: "revisions_published_card",
+                sql: include_str!(concat!(
+                    "../../migrations/",
+                    $dialect,
+                    "/0015_revisions_published_card.sql"
+                )),
+            },
         ]
     };
 }

@@ -46,6 +46,9 @@ pub trait Dialect: Send + Sync + Sized + 'static {
     /// exists.
     const SCHEMA_TABLE_EXISTS: &'static str;
 
+    /// Follows `revisions r` in Level 0's hydration: SQLite reads names and descriptions
+    /// from their own index (migration 0015).
+    const PUBLISHED_CARD: &'static str = "";
     /// Appended to a `SELECT` that must lock the rows it returns until commit.
     const LOCK_ROWS: &'static str = "";
     /// Run first by every audit append inside its transaction, so appends from every node

@@ -921,9 +921,10 @@ pub async fn search<D: Dialect>(
              LIMIT 8) AS named)
          SELECT s.skill_id, s.workspace_id, s.slug, r.name, r.description,
                 (s.slug = $1 OR lower(r.name) = $2) AS exact
-         FROM keys k CROSS JOIN skills s CROSS JOIN revisions r
+         FROM keys k CROSS JOIN skills s CROSS JOIN revisions r{card}
          WHERE s.skill_id = k.skill_id AND r.skill_id = s.skill_id AND r.status = 'published'
-           AND s.asset_status = 'active' AND s.workspace_id IN ({ws})"
+           AND s.asset_status = 'active' AND s.workspace_id IN ({ws})",
+        card = D::PUBLISHED_CARD
     );
     let stmt = Stmt::new(sql)
         .bind(exact.slug)

@@ -15,6 +15,7 @@ pub struct Sqlite;
 pub type SqliteStore = SqlStore<Sqlite>;
 
 impl Dialect for Sqlite {
+    const PUBLISHED_CARD: &'static str = " INDEXED BY revisions_published_card";
     type Driver = lite::Lite;
     const BACKEND: &'static str = "sqlite";
     const MIGRATIONS: &'static [Migration] = crate::embed_migrations!("sqlite");
