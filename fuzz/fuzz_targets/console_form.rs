@@ -68,7 +68,7 @@ fn world() -> &'static World {
             let password =
                 std::fs::read_to_string(dir.path().join("admin.password")).expect("admin password");
             let signed = service
-                .sign_in("admin", password.trim(), None, None)
+                .sign_in("admin", password.trim(), None, None, None)
                 .await
                 .expect("sign in");
             let info = ServerInfo {
