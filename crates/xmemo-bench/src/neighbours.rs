@@ -257,25 +257,11 @@ pub async fn run(args: &WriteArgs, common: &Common<'_>) -> Result<String> {
         "L0 max",
         "requests",
     );
+    let (base, key) = (srv.base_url.clone(), srv.admin_key.clone());
+    let load = |d: Duration| reader_load(&base, &key, corpus.clone(), seeded, clients, d);
     // Warm-up, then idle.
-    reader_load(
-        &srv.base_url,
-        &srv.admin_key,
-        corpus.clone(),
-        seeded,
-        clients,
-        Duration::from_secs(2),
-    )
-    .await?;
-    let (idle_recall, idle_l0) = reader_load(
-        &srv.base_url,
-        &srv.admin_key,
-        corpus.clone(),
-        seeded,
-        clients,
-        duration,
-    )
-    .await?;
+    load(Duration::from_secs(2)).await?;
+    let (idle_recall, idle_l0) = load(duration).await?;
     out.push_str(&row("idle", &idle_recall, &idle_l0, 0.0));
     let mut verdicts = Vec::new();
     for (name, paced) in [
@@ -288,15 +274,7 @@ pub async fn run(args: &WriteArgs, common: &Common<'_>) -> Result<String> {
         tokio::time::sleep(Duration::from_millis(500)).await;
         let before = written.load(Ordering::Relaxed);
         let t = Instant::now();
-        let (recall, l0) = reader_load(
-            &srv.base_url,
-            &srv.admin_key,
-            corpus.clone(),
-            seeded,
-            clients,
-            duration,
-        )
-        .await?;
+        let (recall, l0) = load(duration).await?;
         let rate = (written.load(Ordering::Relaxed) - before) as f64 / t.elapsed().as_secs_f64();
         stop.store(true, Ordering::Relaxed);
         for w in writers {

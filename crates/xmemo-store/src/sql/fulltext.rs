@@ -28,8 +28,8 @@
 //! The log is pruned ([`SqlStore::prune_log`], run by the server's upkeep): entries older
 //! than the newest `keep` go, except those an embedding model still working needs. The highest number
 //! deleted is kept in `fulltext_log_floor` and read by the same statement as the log, so a
-//! node that had applied less than it finds out on its next query and rebuilds its indexes
-//! from the tables (what it does at start anyway).
+//! node that had applied less than it finds out at its next catch-up, and its follower
+//! rebuilds its indexes from the tables (what it does at start anyway).
 
 use super::{Dialect, Record, Session, SqlStore, Stmt, in_list};
 use crate::fulltext::{Analyzed, Hit, Index, MEMORIES, SKILLS, Schema};
@@ -434,10 +434,9 @@ impl<D: Dialect> SqlStore<D> {
     /// every entry past this node's position is one of its own writes, their writers are
     /// applying them: the query goes on without them.
     async fn apply_others_writes(&self) -> StoreResult<()> {
-        let mut s = self.read().await?;
-        let applied = self.fulltext.applied.load(Ordering::Acquire);
-        let entries = log_after(&mut s, applied).await?;
-        drop(s);
+        let entries = self
+            .log_past(self.fulltext.applied.load(Ordering::Acquire))
+            .await?;
         if entries.is_empty() || self.fulltext.all_own(&entries) {
             return Ok(());
         }
@@ -548,7 +547,9 @@ impl<D: Dialect> SqlStore<D> {
     pub(crate) async fn catch_up(&self, by: Applier) -> StoreResult<()> {
         let mut applied = self.fulltext.applied.load(Ordering::Acquire);
         let mut entries = self.log_past(applied).await?;
-        if entries.is_empty() {
+        if entries.is_empty() || (by != Applier::Follower && starts_pruned(&entries)) {
+            // Past the pruned point only the follower goes on (it rebuilds, holding
+            // `catching_up` meanwhile): a request must not wait for that lock.
             return Ok(());
         }
         let _one_at_a_time = self.fulltext.catching_up.lock().await;
@@ -559,8 +560,7 @@ impl<D: Dialect> SqlStore<D> {
             entries = self.log_past(applied).await?;
         }
         while let Some(&(newest, _, _)) = entries.last() {
-            // The pruned point sorts before every entry left (see `log_after`).
-            if entries.first().is_some_and(|(_, code, _)| *code == PRUNED) {
+            if starts_pruned(&entries) {
                 if by != Applier::Follower {
                     // The follower rebuilds; a request goes on with the indexes as they are.
                     return Ok(());
@@ -652,6 +652,12 @@ impl<D: Dialect> SqlStore<D> {
         };
         *self.fulltext.write().get_mut(kind) = compacted;
     }
+}
+
+/// Whether this node's position is past the log's pruned point: the pruned point sorts
+/// before every entry left (see `log_after`).
+fn starts_pruned(entries: &[(i64, i64, String)]) -> bool {
+    entries.first().is_some_and(|(_, code, _)| *code == PRUNED)
 }
 
 fn insert_all(index: &mut Index, rows: Vec<Analyzed>) {
@@ -829,6 +835,13 @@ mod tests {
         query(&store).await;
         assert_eq!(builds(), 1);
         assert_eq!(store.fulltext.applied.load(Ordering::Relaxed), 3);
+        {
+            // Nor does a query wait for a follower that is rebuilding (it holds this lock).
+            let _rebuilding = store.fulltext.catching_up.lock().await;
+            tokio::time::timeout(std::time::Duration::from_secs(5), query(&store))
+                .await
+                .expect("a query waited for the follower's rebuild");
+        }
         store.follow_log().await.unwrap();
         assert_eq!(builds(), 2);
         assert_eq!(store.fulltext.applied.load(Ordering::Relaxed), 5);

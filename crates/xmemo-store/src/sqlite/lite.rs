@@ -31,6 +31,9 @@ const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(30);
 const STATEMENT_CACHE: usize = 256;
 /// KiB of page cache each reader connection may keep (SQLite's default is 2,048).
 const READER_CACHE_KIB: u32 = 16 * 1024;
+/// The writer's, SQLite's default (a write reads few pages; its cache is emptied by every
+/// other process's write anyway).
+const WRITER_CACHE_KIB: u32 = 2048;
 
 /// The driver type the SQL core is instantiated with.
 pub struct Lite;
@@ -103,7 +106,7 @@ impl LitePool {
         // stream of writes every read paid the page faults again (reader p99 ×4, issue #29).
         let cache = match self.0.access {
             Access::ReadOnly => READER_CACHE_KIB,
-            Access::ReadWrite => 2048,
+            Access::ReadWrite => WRITER_CACHE_KIB,
         };
         conn.execute_batch(&format!(
             "PRAGMA foreign_keys = ON; PRAGMA synchronous = FULL; PRAGMA cache_size = -{cache};"
@@ -475,7 +478,7 @@ mod tests {
         let path = dir.path().join("t.db");
         let writer = LitePool::open(&path, Access::ReadWrite, 1).unwrap();
         let reader = LitePool::open(&path, Access::ReadOnly, 2).unwrap();
-        for (pool, cache) in [(&writer, 2048), (&reader, READER_CACHE_KIB)] {
+        for (pool, cache) in [(&writer, WRITER_CACHE_KIB), (&reader, READER_CACHE_KIB)] {
             let mut h = held(pool.acquire().await.unwrap());
             let rows = Lite::fetch_all(&mut h, Stmt::new("PRAGMA cache_size"))
                 .await
