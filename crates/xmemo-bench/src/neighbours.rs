@@ -1,10 +1,11 @@
 //! Issue #29 items 7 and 2 (`--write-phases neighbours`): does one account's writing slow
 //! another account's search? A reader account's memories are seeded, then the reader's memory
-//! recall and Level 0 search are measured three times with `--clients` clients: idle; while a
-//! second account's 8 writers save 16 KiB memories at that account's full default write rate
-//! (1,200 a minute, paced here because the benchmarked server runs with the write rate off so
-//! the seeding is quick); and while they write as fast as they can (the write rate off). The
-//! target: the reader's p99 while the writer writes at its full rate ≤ 2× idle.
+//! recall and Level 0 search are measured with `--clients` clients: idle and while a second
+//! account's 8 writers save 16 KiB memories at that account's full default write rate (1,200
+//! a minute, paced here because the benchmarked server runs with the write rate off so the
+//! seeding is quick), in alternating 5 s windows (`--neighbours-secs` of each, so the host's
+//! noise weighs on both alike); then while they write as fast as they can (the write rate
+//! off). The target: the reader's p99 while the writer writes at its full rate ≤ 2× idle.
 //!
 //! Then the restart: the writer's account is filled to `--neighbours-restart-memories` 16 KiB
 //! memories, the server restarted on the same data directory, and the time from its start to
@@ -30,6 +31,23 @@ const WRITERS: usize = 8;
 /// A memory's content at its largest (SPEC §9: 16 KiB).
 const CONTENT_BYTES: usize = 16 * 1024 - 64;
 const SKILLS: usize = 500;
+/// The idle and full-rate phases alternate in windows of this length.
+const WINDOW: Duration = Duration::from_secs(5);
+/// Writers started so far.
+static STARTS: AtomicU64 = AtomicU64::new(0);
+
+/// The writers' own runtime, one thread: they are other clients than the reader's, and
+/// making and sending their 16 KiB bodies on the reader's runtime delayed the reader's
+/// measured requests (a bench artifact, not the server's doing).
+static WRITER_CLIENTS: std::sync::LazyLock<tokio::runtime::Runtime> =
+    std::sync::LazyLock::new(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("bench-writers")
+            .enable_all()
+            .build()
+            .unwrap_or_else(|e| panic!("the writers' runtime: {e}"))
+    });
 
 /// A memory of the writer: 16 KiB of words, different each time.
 fn long_memory(n: u64) -> Value {
@@ -77,6 +95,8 @@ fn start_writers(
     written: Arc<AtomicU64>,
 ) -> Vec<tokio::task::JoinHandle<Result<()>>> {
     let started = Instant::now();
+    // Every start writes contents of its own (the same content twice is one memory).
+    let contents = 1_000_000 * (STARTS.fetch_add(1, Ordering::Relaxed) + 1);
     (0..WRITERS)
         .map(|w| {
             let (url, key, stop, written) = (
@@ -85,7 +105,7 @@ fn start_writers(
                 stop.clone(),
                 written.clone(),
             );
-            tokio::spawn(async move {
+            WRITER_CLIENTS.spawn(async move {
                 let http = client()?;
                 let mut n = w as u64;
                 while !stop.load(Ordering::Relaxed) {
@@ -99,7 +119,7 @@ fn start_writers(
                     let r = http
                         .post(&url)
                         .bearer_auth(&key)
-                        .json(&long_memory(1_000_000 + n))
+                        .json(&long_memory(contents + n))
                         .send()
                         .await
                         .context("writer remember")?;
@@ -117,7 +137,7 @@ fn start_writers(
 }
 
 /// The reader's searches for `duration` with `clients` clients: memory recall and Level 0,
-/// alternately.
+/// alternately: each one's latencies in microseconds.
 async fn reader_load(
     base: &str,
     key: &str,
@@ -125,7 +145,7 @@ async fn reader_load(
     seeded: usize,
     clients: usize,
     duration: Duration,
-) -> Result<(Latency, Latency)> {
+) -> Result<(Vec<u64>, Vec<u64>)> {
     let deadline = Instant::now() + duration;
     let mut tasks = Vec::new();
     for c in 0..clients.max(1) {
@@ -170,7 +190,11 @@ async fn reader_load(
         recall.extend(r);
         level0.extend(l);
     }
-    Ok((Latency::from_micros(recall), Latency::from_micros(level0)))
+    Ok((recall, level0))
+}
+
+fn latencies((recall, level0): (Vec<u64>, Vec<u64>)) -> (Latency, Latency) {
+    (Latency::from_micros(recall), Latency::from_micros(level0))
 }
 
 /// Published skills of the reader, named from the memory corpus's words so Level 0 has rows
@@ -259,37 +283,48 @@ pub async fn run(args: &WriteArgs, common: &Common<'_>) -> Result<String> {
     );
     let (base, key) = (srv.base_url.clone(), srv.admin_key.clone());
     let load = |d: Duration| reader_load(&base, &key, corpus.clone(), seeded, clients, d);
-    // Warm-up, then idle.
+    // Warm-up; then idle and the writer at its full rate in alternating windows, so the
+    // host's noise (this VM shares its host: a 30 s phase each moved the ratio ±0.3 between
+    // runs) weighs on both alike.
     load(Duration::from_secs(2)).await?;
-    let (idle_recall, idle_l0) = load(duration).await?;
-    out.push_str(&row("idle", &idle_recall, &idle_l0, 0.0));
-    let mut verdicts = Vec::new();
-    for (name, paced) in [
-        ("writer at its full rate (1,200/min)", true),
-        ("writer unpaced (write rate off)", false),
-    ] {
-        let stop = Arc::new(AtomicBool::new(false));
-        let written = Arc::new(AtomicU64::new(0));
-        let writers = start_writers(&srv.base_url, &writer, paced, stop.clone(), written.clone());
-        tokio::time::sleep(Duration::from_millis(500)).await;
-        let before = written.load(Ordering::Relaxed);
-        let t = Instant::now();
-        let (recall, l0) = load(duration).await?;
-        let rate = (written.load(Ordering::Relaxed) - before) as f64 / t.elapsed().as_secs_f64();
-        stop.store(true, Ordering::Relaxed);
-        for w in writers {
-            w.await.context("writer task")??;
-        }
-        out.push_str(&row(name, &recall, &l0, rate));
-        if paced {
-            let r = recall.p99_us as f64 / idle_recall.p99_us.max(1) as f64;
-            let l = l0.p99_us as f64 / idle_l0.p99_us.max(1) as f64;
-            verdicts.push(format!(
-                "reader p99 while the writer writes at its full rate ≤ 2× idle: recall {r:.2}×, Level 0 {l:.2}× — {}",
-                met(r <= 2.0 && l <= 2.0)
-            ));
-        }
+    let windows = (duration.as_secs() / WINDOW.as_secs()).max(1);
+    let (mut idle, mut paced) = ((Vec::new(), Vec::new()), (Vec::new(), Vec::new()));
+    let (mut paced_writes, mut paced_time) = (0u64, Duration::ZERO);
+    for _ in 0..windows {
+        let (r, l) = load(WINDOW).await?;
+        idle.0.extend(r);
+        idle.1.extend(l);
+        let (written, took, (r, l)) =
+            while_writing(&srv.base_url, &writer, true, || load(WINDOW)).await?;
+        paced.0.extend(r);
+        paced.1.extend(l);
+        paced_writes += written;
+        paced_time += took;
     }
+    let (idle_recall, idle_l0) = latencies(idle);
+    let (recall, l0) = latencies(paced);
+    out.push_str(&row("idle", &idle_recall, &idle_l0, 0.0));
+    out.push_str(&row(
+        "writer at its full rate (1,200/min)",
+        &recall,
+        &l0,
+        paced_writes as f64 / paced_time.as_secs_f64(),
+    ));
+    let r = recall.p99_us as f64 / idle_recall.p99_us.max(1) as f64;
+    let l = l0.p99_us as f64 / idle_l0.p99_us.max(1) as f64;
+    let verdict = format!(
+        "reader p99 while the writer writes at its full rate ≤ 2× idle: recall {r:.2}×, Level 0 {l:.2}× — {}",
+        met(r <= 2.0 && l <= 2.0)
+    );
+    let (written, took, (r, l)) =
+        while_writing(&srv.base_url, &writer, false, || load(duration)).await?;
+    let (recall, l0) = latencies((r, l));
+    out.push_str(&row(
+        "writer unpaced (write rate off)",
+        &recall,
+        &l0,
+        written as f64 / took.as_secs_f64(),
+    ));
     // Restart: the writer's account filled with long memories, then a cold start.
     let target = args.neighbours_restart_memories;
     if target > 0 {
@@ -322,11 +357,34 @@ pub async fn run(args: &WriteArgs, common: &Common<'_>) -> Result<String> {
     } else {
         srv.stop();
     }
-    for v in verdicts {
-        out.push_str(&v);
-        out.push('\n');
-    }
+    out.push_str(&verdict);
+    out.push('\n');
     Ok(out)
+}
+
+/// Runs `measure` while the writer's 8 writers save (`paced` at the full rate, or as fast as
+/// they go): the writes made while it ran, how long it ran, and what it measured.
+async fn while_writing<T, F: std::future::Future<Output = Result<T>>>(
+    base: &str,
+    writer: &str,
+    paced: bool,
+    measure: impl FnOnce() -> F,
+) -> Result<(u64, Duration, T)> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let written = Arc::new(AtomicU64::new(0));
+    let writers = start_writers(base, writer, paced, stop.clone(), written.clone());
+    // The writers' first requests are under way before the measure starts.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let before = written.load(Ordering::Relaxed);
+    let t = Instant::now();
+    let measured = measure().await?;
+    let took = t.elapsed();
+    let made = written.load(Ordering::Relaxed) - before;
+    stop.store(true, Ordering::Relaxed);
+    for w in writers {
+        w.await.context("writer task")??;
+    }
+    Ok((made, took, measured))
 }
 
 struct Restart {

@@ -47,7 +47,7 @@ pub struct WriteArgs {
     /// neighbours: concurrent clients of the reader
     #[arg(long, default_value_t = 4)]
     pub neighbours_clients: usize,
-    /// neighbours: measured seconds of each phase (at 10 s the ratio moved ±0.3 between runs)
+    /// neighbours: measured seconds of each phase (idle and the full rate alternate in 5 s windows)
     #[arg(long, default_value_t = 30)]
     pub neighbours_secs: u64,
     /// neighbours: 16 KiB memories the writer's account holds before the restart (0: no restart)

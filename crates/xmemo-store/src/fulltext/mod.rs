@@ -29,6 +29,7 @@ pub mod analyze;
 use analyze::Lang;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 const K1: f32 = 1.2;
 const B: f32 = 0.75;
@@ -173,9 +174,42 @@ impl Analyzed {
     }
 }
 
+/// Each index the process makes (new, compacted) has its own number: rows reserved in one
+/// are never posted into another.
+static INDEX_NUMBERS: AtomicU64 = AtomicU64::new(0);
+
+fn next_index_number() -> u64 {
+    INDEX_NUMBERS.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Rows being added in parts ([`Index::reserve`], [`Index::post`], [`Index::publish`]).
+/// Their row numbers are taken first and their postings go in while the rows are still dead,
+/// so a query between two parts sees none of them, and a caller may let its lock go between
+/// parts: a 16 KiB memory holds ~2,500 words, and posting them in one go held the index's
+/// lock, and so every query, for 0.5–3 ms (issue #29, defect 7).
+#[derive(Debug)]
+pub struct Adding {
+    rows: Vec<Analyzed>,
+    /// The first reserved row number; the others follow it.
+    first: u32,
+    index: u64,
+    /// The next word to post: row, then span in it.
+    row: usize,
+    span: usize,
+}
+
+impl Adding {
+    /// Every word of every row is posted: [`Index::publish`] is all that is left.
+    pub fn is_posted(&self) -> bool {
+        self.row >= self.rows.len()
+    }
+}
+
 /// An in-memory inverted index of rows `(key, workspace, fields…)`.
 pub struct Index {
     schema: &'static Schema,
+    /// This index's number (`INDEX_NUMBERS`).
+    number: u64,
     /// Live rows per language (`Lang::index`).
     lang_rows: [u32; Lang::ALL.len()],
     /// Every word in order, for the last query word's prefix expansion.
@@ -224,6 +258,7 @@ impl Index {
     pub fn new(schema: &'static Schema) -> Self {
         Self {
             schema,
+            number: next_index_number(),
             lang_rows: [0; Lang::ALL.len()],
             dict: BTreeMap::new(),
             ids: HashMap::new(),
@@ -257,45 +292,113 @@ impl Index {
 
     /// Adds a row analysed beforehand ([`Analyzed::new`], which takes the time: tokenising,
     /// stemming), replacing the row of the same key. What is left is dictionary look-ups and
-    /// pushes, so a caller can analyse outside a lock and hold it only for this.
+    /// pushes, so a caller can analyse outside a lock and hold it only for this (or for parts
+    /// of it: [`Index::reserve`]).
     pub fn insert(&mut self, row: Analyzed) {
-        self.remove_keeping_dead(&row.key);
-        let next = self.workspaces.len() as u32;
-        let workspace = *self.workspaces.entry(row.workspace).or_insert(next);
-        let Ok(doc) = u32::try_from(self.docs.len()) else {
+        let mut adding = self.reserve(vec![row]);
+        self.post(&mut adding, usize::MAX);
+        self.publish(adding);
+    }
+
+    /// Takes the next row numbers for `rows`, dead until [`Index::publish`]: the first step of
+    /// adding rows in parts. Until they are published no other row may be added, and the
+    /// index may not be compacted (the caller serialises its writers); if one is, the
+    /// reserved rows stay dead and `publish` adds them anew.
+    pub fn reserve(&mut self, mut rows: Vec<Analyzed>) -> Adding {
+        let first = self.docs.len();
+        // Row numbers are u32: rows past the last number are not indexed.
+        rows.truncate((u32::MAX as usize).saturating_sub(first));
+        for row in &rows {
+            let next = self.workspaces.len() as u32;
+            let workspace = *self.workspaces.entry(row.workspace.clone()).or_insert(next);
+            self.docs.push(Doc {
+                key: row.key.clone(),
+                workspace,
+                len: row.len,
+                lang: row.lang,
+                live: false,
+            });
+        }
+        Adding {
+            rows,
+            first: first as u32,
+            index: self.number,
+            row: 0,
+            span: 0,
+        }
+    }
+
+    /// The reserved rows of `adding` are still this index's last rows.
+    fn holds(&self, adding: &Adding) -> bool {
+        adding.index == self.number && self.docs.len() == adding.first as usize + adding.rows.len()
+    }
+
+    /// Posts up to `words` more words of `adding`'s rows (in row order, so every list stays
+    /// sorted by row number). Nothing is posted into an index that no longer holds the
+    /// reservation.
+    pub fn post(&mut self, adding: &mut Adding, mut words: usize) {
+        if !self.holds(adding) {
+            adding.row = adding.rows.len();
             return;
-        };
-        for &(start, end, f) in &row.spans {
-            let word = &row.words[start as usize..end as usize];
-            let id = match self.ids.get(word) {
-                Some(id) => *id,
-                None => {
-                    let id = self.lists.len() as u32;
-                    self.dict.insert(Box::from(word), id);
-                    self.ids.insert(Box::from(word), id);
-                    self.lists.push(Lists::default());
-                    id
+        }
+        while words > 0 && adding.row < adding.rows.len() {
+            let row = &adding.rows[adding.row];
+            let doc = adding.first + adding.row as u32;
+            let end = row.spans.len().min(adding.span.saturating_add(words));
+            for &(start, stop, f) in &row.spans[adding.span..end] {
+                let word = &row.words[start as usize..stop as usize];
+                let id = match self.ids.get(word) {
+                    Some(id) => *id,
+                    None => {
+                        let id = self.lists.len() as u32;
+                        self.dict.insert(Box::from(word), id);
+                        self.ids.insert(Box::from(word), id);
+                        self.lists.push(Lists::default());
+                        id
+                    }
+                };
+                let lists = &mut self.lists[id as usize];
+                if f >= self.schema.strong_at {
+                    lists.strong.push(Posting { doc, f });
+                } else {
+                    lists.weak.push(Posting { doc, f });
+                    lists.weak_max = lists.weak_max.max(f);
                 }
-            };
-            let lists = &mut self.lists[id as usize];
-            if f >= self.schema.strong_at {
-                lists.strong.push(Posting { doc, f });
+            }
+            words -= end - adding.span;
+            if end == row.spans.len() {
+                adding.row += 1;
+                adding.span = 0;
             } else {
-                lists.weak.push(Posting { doc, f });
-                lists.weak_max = lists.weak_max.max(f);
+                adding.span = end;
             }
         }
-        self.by_key.insert(row.key.clone(), doc);
-        self.docs.push(Doc {
-            key: row.key,
-            workspace,
-            len: row.len,
-            lang: row.lang,
-            live: true,
-        });
-        self.lang_rows[row.lang.index()] += 1;
-        self.live += 1;
-        self.live_len += u64::from(row.len);
+    }
+
+    /// Makes `adding`'s rows live (posting what is left), each replacing the row of its key.
+    /// Rows whose reservation this index no longer holds are added anew.
+    pub fn publish(&mut self, mut adding: Adding) {
+        if !self.holds(&adding) {
+            let rows = std::mem::take(&mut adding.rows);
+            if !rows.is_empty() {
+                let mut again = self.reserve(rows);
+                self.post(&mut again, usize::MAX);
+                self.publish(again);
+            }
+            return;
+        }
+        self.post(&mut adding, usize::MAX);
+        for (n, row) in adding.rows.into_iter().enumerate() {
+            self.remove_keeping_dead(&row.key);
+            let doc = adding.first + n as u32;
+            self.by_key.insert(row.key, doc);
+            if let Some(d) = self.docs.get_mut(doc as usize) {
+                d.live = true;
+            }
+            self.lang_rows[row.lang.index()] += 1;
+            self.live += 1;
+            self.live_len += u64::from(row.len);
+        }
     }
 
     /// Removes the row of `key` (its postings die with it); `false` when there was none.
@@ -383,6 +486,7 @@ impl Index {
             .collect();
         Index {
             schema: self.schema,
+            number: next_index_number(),
             lang_rows: self.lang_rows,
             dict: self.dict.clone(),
             ids: self.ids.clone(),
@@ -681,6 +785,71 @@ mod tests {
 
     fn keys(hits: &[Hit]) -> Vec<&str> {
         hits.iter().map(|h| h.key.as_str()).collect()
+    }
+
+    /// Issue #29, defect 7: a long row is posted in parts, the index's lock let go between
+    /// them. A query between two parts sees the row as it was before: neither half of the
+    /// new one, nor a gap where the old one was.
+    #[test]
+    fn a_row_added_in_parts_is_seen_whole_or_not_at_all() {
+        let mut index = memories(&[
+            ("m1", "w", "", "the harbour pilot boards at dawn", ""),
+            ("m2", "w", "", "tide tables for the northern channel", ""),
+        ]);
+        let long: String = (0..600).map(|i| format!("zq{i} ")).collect();
+        let new = Analyzed::new(
+            &MEMORIES,
+            "m1",
+            "w",
+            &["", &format!("the harbour pilot waits {long}"), ""],
+        );
+        let words = new.spans.len();
+        assert!(words > 600, "{words}");
+        let mut adding = index.reserve(vec![new]);
+        let mut parts = 0;
+        while !adding.is_posted() {
+            index.post(&mut adding, 64);
+            parts += 1;
+            // Between parts: the old m1 is found by its old words, nothing by the new ones.
+            assert_eq!(keys(&index.search("dawn", &["w"], 5)), ["m1"]);
+            assert!(index.search("zq5", &["w"], 5).is_empty(), "part {parts}");
+            assert!(index.search("waits", &["w"], 5).is_empty(), "part {parts}");
+            assert_eq!(index.len(), 2);
+        }
+        assert!(parts >= words / 64, "{parts} parts for {words} words");
+        index.publish(adding);
+        assert!(index.search("dawn", &["w"], 5).is_empty());
+        assert_eq!(keys(&index.search("zq599", &["w"], 5)), ["m1"]);
+        assert_eq!(keys(&index.search("waits pilot", &["w"], 5)), ["m1"]);
+        assert_eq!(keys(&index.search("tide", &["w"], 5)), ["m2"]);
+        assert_eq!(index.len(), 2);
+    }
+
+    /// A reservation the index no longer holds (it was compacted, or a row was added in
+    /// between) posts nothing more into it; publishing adds its rows anew, whole.
+    #[test]
+    fn a_reservation_the_index_lost_adds_its_rows_anew() {
+        let mut index = memories(&[("m1", "w", "", "lighthouse keeper's log", "")]);
+        let row = |key: &str, text: &str| Analyzed::new(&MEMORIES, key, "w", &["", text, ""]);
+        let mut adding = index.reserve(vec![row("m2", "buoy chart harbour entrance")]);
+        index.post(&mut adding, 1);
+        // Another row comes in meanwhile (a writer that did not hold the catch-up lock).
+        index.insert(row("m3", "harbour master office hours"));
+        index.post(&mut adding, usize::MAX);
+        index.publish(adding);
+        assert_eq!(keys(&index.search("buoy", &["w"], 5)), ["m2"]);
+        let found = index.search("harbour", &["w"], 5);
+        let mut both = keys(&found);
+        both.sort_unstable();
+        assert_eq!(both, ["m2", "m3"]);
+        assert_eq!(index.len(), 3);
+        // A compacted copy is another index: the reservation made in the old one is void.
+        let mut adding = index.reserve(vec![row("m4", "fog horn maintenance")]);
+        let mut copy = index.compacted();
+        copy.post(&mut adding, usize::MAX);
+        copy.publish(adding);
+        assert_eq!(keys(&copy.search("fog horn", &["w"], 5)), ["m4"]);
+        assert_eq!(copy.len(), 4);
     }
 
     /// Issue #29, defect 8: telling a query's language was up to a fifth of a Level 0

@@ -35,6 +35,9 @@ use super::{Dialect, Record, Session, SqlStore, Stmt, in_list};
 use crate::fulltext::{Analyzed, Hit, Index, MEMORIES, SKILLS, Schema};
 use crate::vectors::VectorIndex;
 use crate::{LogPrune, StoreError, StoreResult};
+use parking_lot::{
+    RwLock as FairRwLock, RwLockReadGuard as FairReadGuard, RwLockWriteGuard as FairWriteGuard,
+};
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -54,6 +57,8 @@ pub(crate) const VECTOR_KIND_OFFSET: i64 = 2;
 /// building.
 const BATCH: usize = 500;
 const BUILD_PAGE: i64 = 5_000;
+/// Words a catch-up posts per hold of the index's lock (~50 µs; a 16 KiB memory is ~2,500).
+const WORDS_PER_PART: usize = 256;
 
 /// The `kind` under which the log read of [`log_after`] reports that entries past the
 /// reader's position were pruned (its `seq` is the highest number deleted).
@@ -120,7 +125,9 @@ impl Kind {
 
 /// This node's indexes and how far into the log they are.
 pub(crate) struct Fulltext {
-    indexes: RwLock<Indexes>,
+    /// A fair lock: a catch-up adding long rows lets it go between parts, handing it to the
+    /// queries waiting (`add_in_parts`).
+    indexes: FairRwLock<Indexes>,
     /// The vectors of the embedding model the last semantic query used (`sql/vectors.rs`),
     /// kept in step by the same catch-up.
     pub(crate) vectors: RwLock<Option<VectorIndex>>,
@@ -161,7 +168,7 @@ impl Indexes {
 impl Default for Fulltext {
     fn default() -> Self {
         Self {
-            indexes: RwLock::new(Indexes {
+            indexes: FairRwLock::new(Indexes {
                 skills: Index::new(&SKILLS),
                 memories: Index::new(&MEMORIES),
             }),
@@ -177,16 +184,12 @@ impl Default for Fulltext {
 }
 
 impl Fulltext {
-    fn read(&self) -> RwLockReadGuard<'_, Indexes> {
-        // A panic while writing leaves at worst a row missing until its next change.
-        self.indexes
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    // No poisoning: a panic while writing leaves at worst a row missing until its next change.
+    fn read(&self) -> FairReadGuard<'_, Indexes> {
+        self.indexes.read()
     }
-    fn write(&self) -> RwLockWriteGuard<'_, Indexes> {
-        self.indexes
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    fn write(&self) -> FairWriteGuard<'_, Indexes> {
+        self.indexes.write()
     }
     pub(crate) fn vectors_read(&self) -> RwLockReadGuard<'_, Option<VectorIndex>> {
         self.vectors
@@ -528,7 +531,8 @@ impl<D: Dialect> SqlStore<D> {
             ms = started.elapsed().as_millis() as u64,
             "full-text indexes built"
         );
-        *self.fulltext.write() = built;
+        let old = std::mem::replace(&mut *self.fulltext.write(), built);
+        drop(old);
         self.fulltext.applied_through(newest);
         self.fulltext.builds.fetch_add(1, Ordering::Relaxed);
         Ok(())
@@ -607,15 +611,7 @@ impl<D: Dialect> SqlStore<D> {
                     self.fulltext.applied_rows[by as usize]
                         .fetch_add(keys.len() as u64, Ordering::Relaxed);
                     let analysed = analyse(kind, texts).await?;
-                    {
-                        let mut indexes = self.fulltext.write();
-                        let index = indexes.get_mut(kind);
-                        // A key without a row now has none (deleted, unpublished, archived).
-                        for key in &keys {
-                            index.remove_keeping_dead(key);
-                        }
-                        insert_all(index, analysed);
-                    }
+                    self.add_in_parts(kind, &keys, analysed).await;
                     self.compact_if_needed(kind);
                     // Its vector was made from the text before this change.
                     if let Some(vectors) = self.fulltext.vectors_write().as_mut() {
@@ -638,6 +634,29 @@ impl<D: Dialect> SqlStore<D> {
         Ok(())
     }
 
+    /// Replaces the rows of `keys` with `rows` (a key without a row now has none: deleted,
+    /// unpublished, archived), holding the index's lock for at most [`WORDS_PER_PART`] words
+    /// at a time; between parts the lock is handed to the queries waiting for it. The rows
+    /// become visible together, at the end. Callers hold `catching_up` (no other row is added
+    /// meanwhile).
+    async fn add_in_parts(&self, kind: Kind, keys: &[String], rows: Vec<Analyzed>) {
+        let mut adding = self.fulltext.write().get_mut(kind).reserve(rows);
+        while !adding.is_posted() {
+            {
+                let mut indexes = self.fulltext.write();
+                indexes.get_mut(kind).post(&mut adding, WORDS_PER_PART);
+                FairWriteGuard::unlock_fair(indexes);
+            }
+            tokio::task::yield_now().await;
+        }
+        let mut indexes = self.fulltext.write();
+        let index = indexes.get_mut(kind);
+        for key in keys {
+            index.remove_keeping_dead(key);
+        }
+        index.publish(adding);
+    }
+
     /// Compacts `kind`'s index when its dead rows call for it: the copy is built under the
     /// read lock (queries go on; catch-ups, the only writers, hold `catching_up`), then
     /// swapped in.
@@ -650,7 +669,9 @@ impl<D: Dialect> SqlStore<D> {
             }
             index.compacted()
         };
-        *self.fulltext.write().get_mut(kind) = compacted;
+        // The old index is dropped after the lock is let go (freeing it takes a while).
+        let old = std::mem::replace(self.fulltext.write().get_mut(kind), compacted);
+        drop(old);
     }
 }
 
