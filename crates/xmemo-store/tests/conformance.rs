@@ -288,6 +288,7 @@ conformance!(
     pruning_keeps_the_newest_entries_and_what_a_live_model_needs,
     writes_are_indexed_by_their_writer_and_other_nodes_by_their_follower,
     a_search_waits_briefly_for_the_first_build_then_is_told_to_come_back,
+    stored_vectors_rank_until_their_text_changes_and_every_node_reuses_them,
 );
 
 // ---------------------------------------------------------------------------------------------
@@ -3852,8 +3853,186 @@ mod all_cases {
     pub use super::log_cases::*;
     pub use super::memory_cases::*;
     pub use super::node_quota_cases::*;
+    pub use super::semantic_cases::*;
     pub use super::signin_cases::*;
     pub use super::signin_snapshot_cases::*;
+}
+
+/// Issue #30, item 5: the semantic lane's storage, with vectors made by the test kit's
+/// deterministic embedder (a bag of hashed words) and saved as the embedding worker saves them.
+mod semantic_cases {
+    use super::*;
+    use sha2::{Digest, Sha256};
+    use xmemo_core::MemoryKind;
+    use xmemo_testkit::embeddings::vector_of;
+
+    const DIMS: usize = 256;
+    const LEASE: &str = "2999-01-01T00:00:00.000Z";
+
+    fn unit(text: &str) -> Vec<f32> {
+        let v = vector_of(text, DIMS);
+        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        v.into_iter().map(|x| x / norm).collect()
+    }
+
+    /// Runs `model`'s worker on `store` until it has nothing left: the keys it embedded.
+    async fn embed_all(store: &DynStore, model: &str, owner: &str) -> Vec<String> {
+        let mut embedded = Vec::new();
+        for _ in 0..100 {
+            let work = store
+                .embedding_work(model, owner, LEASE, 50)
+                .await
+                .unwrap()
+                .expect("the lease is free or ours");
+            if work.jobs.is_empty() && work.removed.is_empty() && work.from == work.next {
+                return embedded;
+            }
+            let rows: Vec<EmbeddedRow> = work
+                .jobs
+                .iter()
+                .map(|job| {
+                    let hash = hex::encode(Sha256::digest(job.text.as_bytes()));
+                    let unchanged = job.stored_hash.as_deref() == Some(hash.as_str());
+                    if !unchanged {
+                        embedded.push(job.key.clone());
+                    }
+                    EmbeddedRow {
+                        job: job.clone(),
+                        text_hash: hash,
+                        vector: (!unchanged).then(|| unit(&job.text)),
+                    }
+                })
+                .collect();
+            assert!(
+                store
+                    .embedding_save(model, owner, &rows, &work.removed, &work.next)
+                    .await
+                    .unwrap(),
+                "the lease is ours"
+            );
+        }
+        panic!("the worker of {model} never caught up");
+    }
+
+    /// Memory recall by `text` with the meaning of `meaning`: (content, lanes) in rank order.
+    async fn recall_meaning(
+        store: &DynStore,
+        ws: &str,
+        model: &str,
+        text: &str,
+        meaning: &str,
+    ) -> Vec<(String, Lanes)> {
+        let mut q = memory_query(&[ws]);
+        q.text = Some(text.into());
+        q.limit = 3;
+        q.semantic = Some(Semantic {
+            model: model.into(),
+            vector: unit(meaning),
+            text_weight: 0.5,
+            min_similarity: Some(0.3),
+        });
+        store
+            .recall_memories(&q)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|h| (h.memory.content, h.matched))
+            .collect()
+    }
+
+    pub async fn stored_vectors_rank_until_their_text_changes_and_every_node_reuses_them(
+        db: &TestDb,
+    ) {
+        let store = db.store();
+        let alice = account(&store, "alice").await;
+        let ws = alice.personal_workspace_id.clone();
+        let who = actor(&alice.account_id);
+        let pilot = remember(
+            &store,
+            new_memory(
+                &ws,
+                &who,
+                memory_content(MemoryKind::Fact, "the harbour pilot boards ships at dawn"),
+            ),
+        )
+        .await
+        .memory;
+        for text in [
+            "quarterly budget review for the marketing team",
+            "rotate the database credentials every ninety days",
+        ] {
+            remember(
+                &store,
+                new_memory(&ws, &who, memory_content(MemoryKind::Fact, text)),
+            )
+            .await;
+        }
+        let embedded = embed_all(&store, "fake-words", "node-a").await;
+        assert_eq!(embedded.len(), 3, "{embedded:?}");
+
+        // A saved vector ranks: "vessel" is in no memory, the meaning finds the pilot's.
+        let found = recall_meaning(&store, &ws, "fake-words", "vessel", "harbour pilot dawn").await;
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].0, pilot.content);
+        assert!(found[0].1.meaning && !found[0].1.text, "{found:?}");
+        // Both lanes, when the words match too.
+        let both = recall_meaning(&store, &ws, "fake-words", "pilot", "harbour pilot dawn").await;
+        assert_eq!(both[0].0, pilot.content);
+        assert!(both[0].1.meaning && both[0].1.text, "{both:?}");
+
+        // A second node and a restarted one read the stored vectors: nothing is embedded again.
+        for node in [db.other_node().await, db.fresh_node().await] {
+            let found =
+                recall_meaning(&node, &ws, "fake-words", "vessel", "harbour pilot dawn").await;
+            assert_eq!(found.len(), 1, "{found:?}");
+            assert!(found[0].1.meaning, "{found:?}");
+        }
+        assert!(
+            embed_all(&db.fresh_node().await, "fake-words", "node-a")
+                .await
+                .is_empty()
+        );
+
+        // The text changes: its vector is stale at once, on this node and on a fresh one,
+        // until the worker embeds the new text — which is the only row it embeds again.
+        let gardening = memory_content(MemoryKind::Fact, "prune the roses before the frost");
+        store
+            .update_memory(MemoryUpdate {
+                memory_id: pilot.memory_id.clone(),
+                expected_version: pilot.version,
+                content_hash: xmemo_core::memory::memory_content_hash(&gardening.content),
+                content: gardening,
+                attribution: who.clone(),
+                audit: AuditDraft::new("memory.update", &who).workspace(&ws),
+                quota: None,
+            })
+            .await
+            .unwrap();
+        for node in [store.clone(), db.fresh_node().await] {
+            let found =
+                recall_meaning(&node, &ws, "fake-words", "vessel", "harbour pilot dawn").await;
+            assert!(found.is_empty(), "a stale vector ranked: {found:?}");
+        }
+        assert_eq!(
+            embed_all(&store, "fake-words", "node-a").await,
+            [pilot.memory_id.clone()]
+        );
+        let found = recall_meaning(&store, &ws, "fake-words", "flowers", "roses frost").await;
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].0, "prune the roses before the frost");
+        assert!(found[0].1.meaning, "{found:?}");
+
+        // Another model has no vectors: its worker embeds every row.
+        let mut again = embed_all(&store, "fake-words-2", "node-a").await;
+        again.sort();
+        assert_eq!(again.len(), 3, "{again:?}");
+        assert!(
+            recall_meaning(&store, &ws, "fake-words-2", "vessel", "budget marketing")
+                .await
+                .iter()
+                .any(|(content, lanes)| content.starts_with("quarterly") && lanes.meaning)
+        );
+    }
 }
 
 /// Issue #23: the bounds checked inside the writing transaction.
