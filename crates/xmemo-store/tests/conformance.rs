@@ -4015,7 +4015,7 @@ mod semantic_cases {
         }
         assert_eq!(
             embed_all(&store, "fake-words", "node-a").await,
-            [pilot.memory_id.clone()]
+            std::slice::from_ref(&pilot.memory_id)
         );
         let found = recall_meaning(&store, &ws, "fake-words", "flowers", "roses frost").await;
         assert_eq!(found.len(), 1, "{found:?}");
