@@ -366,6 +366,18 @@ pub struct QueryTerm {
 /// The terms of a query. `languages`: the languages to stem its words in (its own first, when
 /// it can be told); stop words of any of them are dropped, unless the query has nothing else.
 pub fn query_terms(query: &str, languages: &[Lang], max: usize) -> Vec<QueryTerm> {
+    query_terms_also_stemmed(query, languages, &[], max)
+}
+
+/// [`query_terms`], each word also stemmed in `also` (stop words are still those of
+/// `languages` only: a word that is a stop word of a language rows are rarely written in
+/// stays a query word).
+pub fn query_terms_also_stemmed(
+    query: &str,
+    languages: &[Lang],
+    also: &[Lang],
+    max: usize,
+) -> Vec<QueryTerm> {
     let normalized = normalize(query);
     let mut words: Vec<&str> = Vec::new();
     let mut out: Vec<QueryTerm> = Vec::new();
@@ -407,7 +419,7 @@ pub fn query_terms(query: &str, languages: &[Lang], max: usize) -> Vec<QueryTerm
             continue;
         }
         let mut variants: Vec<String> = Vec::new();
-        for lang in languages {
+        for lang in languages.iter().chain(also) {
             let s = stem(word, *lang);
             if !variants.contains(&s) {
                 variants.push(s);

@@ -533,7 +533,15 @@ impl Index {
     /// The query's terms resolved against the dictionary: without repeats, the last word
     /// also as a prefix.
     fn resolve(&self, query: &str) -> Vec<QueryWord> {
-        let terms = analyze::query_terms(query, &self.query_languages(query), MAX_QUERY_WORDS);
+        // Stop words are those of the query's languages; its words are also stemmed in every
+        // language the index holds rows in (a French row among English ones is found by its
+        // word typed without accent: issue #30). A stem no row holds costs a hash look-up.
+        let languages = self.query_languages(query);
+        let also: Vec<Lang> = Lang::ALL
+            .into_iter()
+            .filter(|l| self.lang_rows[l.index()] > 0 && !languages.contains(l))
+            .collect();
+        let terms = analyze::query_terms_also_stemmed(query, &languages, &also, MAX_QUERY_WORDS);
         let n = self.live.max(1) as f32;
         let mut out: Vec<(String, QueryWord)> = Vec::new();
         for term in terms {
@@ -785,6 +793,40 @@ mod tests {
 
     fn keys(hits: &[Hit]) -> Vec<&str> {
         hits.iter().map(|h| h.key.as_str()).collect()
+    }
+
+    /// Issue #30: a French row in a mostly English index is found by its word typed without
+    /// its accent (the query is stemmed in French too, though French rows are far below a
+    /// tenth of the index).
+    #[test]
+    fn a_french_word_is_found_in_a_mostly_english_index() {
+        let english: Vec<(String, String)> = (0..40)
+            .map(|i| {
+                (
+                    format!("e{i}"),
+                    format!("the service number {i} is deployed to production every week"),
+                )
+            })
+            .collect();
+        let mut rows: Vec<(&str, &str, &str, &str, &str)> = english
+            .iter()
+            .map(|(k, t)| (k.as_str(), "w", "", t.as_str(), ""))
+            .collect();
+        rows.push((
+            "fr",
+            "w",
+            "",
+            "Le déploiement du service de facturation se fait le mardi",
+            "",
+        ));
+        let index = memories(&rows);
+        for query in ["deploiement", "déploiement", "deploiements facturation"] {
+            assert_eq!(
+                keys(&index.search(query, &["w"], 3)).first(),
+                Some(&"fr"),
+                "{query}"
+            );
+        }
     }
 
     /// Issue #29, defect 7: a long row is posted in parts, the index's lock let go between
