@@ -148,6 +148,47 @@ impl Recall {
     }
 }
 
+/// The semantic lane's gauges (`xmemo_semantic_pending`, `xmemo_semantic_vectors`), or
+/// `None` when the lane is off.
+async fn lane_gauges(http: &reqwest::Client, base: &str, key: &str) -> Result<Option<(f64, f64)>> {
+    let metrics = http
+        .get(format!("{base}/metrics"))
+        .bearer_auth(key)
+        .send()
+        .await
+        .context("metrics")?
+        .text()
+        .await
+        .context("metrics text")?;
+    let value = |name: &str| {
+        metrics.lines().find_map(|l| {
+            l.strip_prefix(name)?
+                .strip_prefix(' ')?
+                .trim()
+                .parse::<f64>()
+                .ok()
+        })
+    };
+    Ok(value("xmemo_semantic_pending").zip(value("xmemo_semantic_vectors")))
+}
+
+/// With the semantic lane on (the server was started with `XMEMO_EMBEDDING_MODEL` or
+/// `XMEMO_EMBEDDINGS_URL` in the bench's environment), waits until its worker has embedded
+/// the `vectors` rows expected, so the questions meet them; with the lane off, returns at once.
+async fn embedded(http: &reqwest::Client, base: &str, key: &str, vectors: f64) -> Result<()> {
+    let deadline = Instant::now() + std::time::Duration::from_secs(1800);
+    while let Some((pending, stored)) = lane_gauges(http, base, key).await? {
+        if pending == 0.0 && stored >= vectors {
+            break;
+        }
+        if Instant::now() > deadline {
+            bail!("the semantic lane still had {pending} rows to embed after 30 minutes");
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    Ok(())
+}
+
 pub struct Outcome {
     pub xmemo: Recall,
     pub baseline: Recall,
@@ -162,6 +203,7 @@ pub async fn run(base: &str, key: &str, data: &Dataset, layout: Layout) -> Resul
     // A project name of its own per run, so two layouts on one server do not meet.
     let run_tag = format!("{}-{}", data.language, layout.label());
     let mut by_memory: HashMap<String, String> = HashMap::new();
+    let vectors_before = lane_gauges(&http, base, key).await?.map_or(0.0, |(_, v)| v);
     for (i, turn) in data.turns.iter().enumerate() {
         let project = format!("{run_tag}-{}", layout.project(turn.user));
         let resp = http
@@ -181,6 +223,7 @@ pub async fn run(base: &str, key: &str, data: &Dataset, layout: Layout) -> Resul
             .context("no memory id")?;
         by_memory.insert(id.to_string(), format!("{}|{}", turn.user, turn.id));
     }
+    embedded(&http, base, key, vectors_before + by_memory.len() as f64).await?;
     let mut xmemo = Recall::default();
     let mut micros = Vec::new();
     for q in &data.questions {
