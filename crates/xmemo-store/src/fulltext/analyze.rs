@@ -320,6 +320,11 @@ fn bigrams(run: &str, mut each: impl FnMut(&str)) {
 /// The stemmed, accent-free term of a word in `lang`. A number is its digits without leading
 /// zeros or an ordinal suffix, so "06", "6" and "6th" are one term (dates written
 /// `2023-05-06` and "May 6th").
+/// A query word ([`QueryTerm::word`]) as a row in `lang` holds it.
+pub fn stem_in(word: &str, lang: Lang) -> String {
+    stem(word, lang)
+}
+
 fn stem(word: &str, lang: Lang) -> String {
     if let Some(number) = number(word) {
         return number.to_string();
@@ -361,23 +366,14 @@ pub fn row_terms(text: &str, lang: Lang, mut each: impl FnMut(&str)) {
 pub struct QueryTerm {
     pub variants: Vec<String>,
     pub prefix: Option<String>,
+    /// The word itself (not for CJK pairs), to stem in other languages ([`stem_in`]) when no
+    /// row holds any of `variants`.
+    pub word: Option<String>,
 }
 
 /// The terms of a query. `languages`: the languages to stem its words in (its own first, when
 /// it can be told); stop words of any of them are dropped, unless the query has nothing else.
 pub fn query_terms(query: &str, languages: &[Lang], max: usize) -> Vec<QueryTerm> {
-    query_terms_also_stemmed(query, languages, &[], max)
-}
-
-/// [`query_terms`], each word also stemmed in `also` (stop words are still those of
-/// `languages` only: a word that is a stop word of a language rows are rarely written in
-/// stays a query word).
-pub fn query_terms_also_stemmed(
-    query: &str,
-    languages: &[Lang],
-    also: &[Lang],
-    max: usize,
-) -> Vec<QueryTerm> {
     let normalized = normalize(query);
     let mut words: Vec<&str> = Vec::new();
     let mut out: Vec<QueryTerm> = Vec::new();
@@ -386,6 +382,7 @@ pub fn query_terms_also_stemmed(
             out.push(QueryTerm {
                 variants: vec![pair.to_string()],
                 prefix: None,
+                word: None,
             })
         }),
         Piece::Word(word) => {
@@ -393,6 +390,7 @@ pub fn query_terms_also_stemmed(
             out.push(QueryTerm {
                 variants: Vec::new(),
                 prefix: None,
+                word: None,
             });
         }
     });
@@ -419,7 +417,7 @@ pub fn query_terms_also_stemmed(
             continue;
         }
         let mut variants: Vec<String> = Vec::new();
-        for lang in languages.iter().chain(also) {
+        for lang in languages {
             let s = stem(word, *lang);
             if !variants.contains(&s) {
                 variants.push(s);
@@ -428,6 +426,7 @@ pub fn query_terms_also_stemmed(
         kept.push(QueryTerm {
             variants,
             prefix: is_last.then(|| fold(word)),
+            word: Some(word.to_string()),
         });
     }
     kept.truncate(max);

@@ -533,15 +533,12 @@ impl Index {
     /// The query's terms resolved against the dictionary: without repeats, the last word
     /// also as a prefix.
     fn resolve(&self, query: &str) -> Vec<QueryWord> {
-        // Stop words are those of the query's languages; its words are also stemmed in every
-        // language the index holds rows in (a French row among English ones is found by its
-        // word typed without accent: issue #30). A stem no row holds costs a hash look-up.
+        // Stop words are those of the query's languages. A word none of whose stems in them
+        // any row holds is stemmed in every other language the index holds rows in (a French
+        // row among English ones is found by its word typed without accent: issue #30); the
+        // words rows hold cost nothing more.
         let languages = self.query_languages(query);
-        let also: Vec<Lang> = Lang::ALL
-            .into_iter()
-            .filter(|l| self.lang_rows[l.index()] > 0 && !languages.contains(l))
-            .collect();
-        let terms = analyze::query_terms_also_stemmed(query, &languages, &also, MAX_QUERY_WORDS);
+        let terms = analyze::query_terms(query, &languages, MAX_QUERY_WORDS);
         let n = self.live.max(1) as f32;
         let mut out: Vec<(String, QueryWord)> = Vec::new();
         for term in terms {
@@ -550,6 +547,18 @@ impl Index {
                 .iter()
                 .filter_map(|v| self.ids.get(v.as_str()).copied())
                 .collect();
+            if let (true, Some(word)) = (ids.is_empty(), &term.word) {
+                for lang in Lang::ALL {
+                    if self.lang_rows[lang.index()] > 0 && !languages.contains(&lang) {
+                        let stem = analyze::stem_in(word, lang);
+                        if let Some(id) = self.ids.get(stem.as_str())
+                            && !ids.contains(id)
+                        {
+                            ids.push(*id);
+                        }
+                    }
+                }
+            }
             if let Some(word) = &term.prefix {
                 for start in term.variants.iter().chain([word]) {
                     for (indexed, id) in self.dict.range::<str, _>((
