@@ -151,25 +151,9 @@ impl Recall {
 /// The semantic lane's gauges (`xmemo_semantic_pending`, `xmemo_semantic_vectors`), or
 /// `None` when the lane is off.
 async fn lane_gauges(http: &reqwest::Client, base: &str, key: &str) -> Result<Option<(f64, f64)>> {
-    let metrics = http
-        .get(format!("{base}/metrics"))
-        .bearer_auth(key)
-        .send()
-        .await
-        .context("metrics")?
-        .text()
-        .await
-        .context("metrics text")?;
-    let value = |name: &str| {
-        metrics.lines().find_map(|l| {
-            l.strip_prefix(name)?
-                .strip_prefix(' ')?
-                .trim()
-                .parse::<f64>()
-                .ok()
-        })
-    };
-    Ok(value("xmemo_semantic_pending").zip(value("xmemo_semantic_vectors")))
+    let metrics = crate::load::metrics(http, base, key).await?;
+    let gauge = |name| crate::load::gauge(&metrics, name);
+    Ok(gauge("xmemo_semantic_pending").zip(gauge("xmemo_semantic_vectors")))
 }
 
 /// With the semantic lane on (the server was started with `XMEMO_EMBEDDING_MODEL` or

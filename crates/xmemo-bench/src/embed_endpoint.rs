@@ -285,21 +285,8 @@ async fn wait_until_embedded(srv: &Server, memories: usize) -> Result<()> {
             .await?
             .json()
             .await?;
-        let metrics = http
-            .get(format!("{}/metrics", srv.base_url))
-            .bearer_auth(&srv.admin_key)
-            .send()
-            .await?
-            .text()
-            .await?;
-        let vectors = metrics
-            .lines()
-            .find_map(|l| {
-                l.strip_prefix("xmemo_semantic_vectors ")?
-                    .parse::<f64>()
-                    .ok()
-            })
-            .unwrap_or(0.0);
+        let metrics = load::metrics(&http, &srv.base_url, &srv.admin_key).await?;
+        let vectors = load::gauge(&metrics, "xmemo_semantic_vectors").unwrap_or(0.0);
         if ready["semantic"]["state"] == "ok" && vectors >= memories as f64 {
             return Ok(());
         }

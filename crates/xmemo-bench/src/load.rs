@@ -23,6 +23,29 @@ pub fn client() -> Result<reqwest::Client> {
         .context("cannot build the HTTP client")
 }
 
+/// The server's `/metrics` page (the admin key reads it).
+pub async fn metrics(http: &reqwest::Client, base: &str, key: &str) -> Result<String> {
+    http.get(format!("{base}/metrics"))
+        .bearer_auth(key)
+        .send()
+        .await
+        .context("metrics")?
+        .text()
+        .await
+        .context("metrics text")
+}
+
+/// The value of an unlabelled metric `name` in a `/metrics` page.
+pub fn gauge(metrics: &str, name: &str) -> Option<f64> {
+    metrics.lines().find_map(|l| {
+        l.strip_prefix(name)?
+            .strip_prefix(' ')?
+            .trim()
+            .parse::<f64>()
+            .ok()
+    })
+}
+
 /// One seeded skill: what L1 and L2 requests address.
 #[derive(Clone, Debug)]
 pub struct Seeded {

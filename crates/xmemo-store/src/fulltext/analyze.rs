@@ -320,12 +320,7 @@ fn bigrams(run: &str, mut each: impl FnMut(&str)) {
 /// The stemmed, accent-free term of a word in `lang`. A number is its digits without leading
 /// zeros or an ordinal suffix, so "06", "6" and "6th" are one term (dates written
 /// `2023-05-06` and "May 6th").
-/// A query word ([`QueryTerm::word`]) as a row in `lang` holds it.
-pub fn stem_in(word: &str, lang: Lang) -> String {
-    stem(word, lang)
-}
-
-fn stem(word: &str, lang: Lang) -> String {
+pub fn stem(word: &str, lang: Lang) -> String {
     if let Some(number) = number(word) {
         return number.to_string();
     }
@@ -366,7 +361,7 @@ pub fn row_terms(text: &str, lang: Lang, mut each: impl FnMut(&str)) {
 pub struct QueryTerm {
     pub variants: Vec<String>,
     pub prefix: Option<String>,
-    /// The word itself (not for CJK pairs), to stem in other languages ([`stem_in`]) when no
+    /// The word itself (not for CJK pairs), to stem in other languages ([`stem`]) when no
     /// row holds any of `variants`.
     pub word: Option<String>,
 }

@@ -550,7 +550,7 @@ impl Index {
             if let (true, Some(word)) = (ids.is_empty(), &term.word) {
                 for lang in Lang::ALL {
                     if self.lang_rows[lang.index()] > 0 && !languages.contains(&lang) {
-                        let stem = analyze::stem_in(word, lang);
+                        let stem = analyze::stem(word, lang);
                         if let Some(id) = self.ids.get(stem.as_str())
                             && !ids.contains(id)
                         {
