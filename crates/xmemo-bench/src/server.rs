@@ -84,6 +84,13 @@ impl Server {
             // Per-request info logs would cost server CPU and are not what is measured.
             cmd.env("XMEMO_LOG", "warn");
         }
+        if std::env::var_os("XMEMO_EMBEDDING_MODEL").is_none()
+            && std::env::var_os("XMEMO_EMBEDDINGS_URL").is_none()
+        {
+            // The text lane unless the bench's environment names a model: figures must not
+            // depend on whether this machine's cache holds the recommended one.
+            cmd.env("XMEMO_EMBEDDING_MODEL", "none");
+        }
         let settings: &[(&str, &str)] = match opts.budgets {
             Budgets::WritesUnbounded => &WRITES_UNBOUNDED,
             Budgets::Defaults(changed) => changed,

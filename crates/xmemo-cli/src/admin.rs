@@ -575,6 +575,7 @@ async fn semantic_report(
                 "model": embedder.model_id(),
                 "dimensions": embedder.dimensions(),
                 "text_weight": settings.text_weight,
+                "fusion": settings.fusion.as_str(),
                 "lag": lag,
             })
         }

@@ -73,7 +73,18 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
                 dimensions = ?embedder.dimensions(),
                 "semantic recall lane on"
             );
-            service.with_semantic_lane(embedder, settings.semantic.text_weight)
+            if settings.semantic.default_model {
+                eprintln!(
+                    "xmemo: semantic recall on with the recommended model found in {} \
+                     (--embedding-model none turns it off)",
+                    settings.semantic.spec.model.as_deref().unwrap_or_default()
+                );
+            }
+            service.with_semantic_lane(
+                embedder,
+                settings.semantic.text_weight,
+                settings.semantic.fusion,
+            )
         }
         None => service,
     };

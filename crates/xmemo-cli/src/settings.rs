@@ -44,12 +44,14 @@ pub struct ServeArgs {
     pub semantic: SemanticArgs,
 }
 
-/// The semantic recall lane (docs/decisions.md, "Semantic recall"); off unless a model is
-/// named.
+/// The semantic recall lane (docs/decisions.md, "Semantic recall"): on with the model named,
+/// else with the recommended model when `scripts/models` put it in its default folder
+/// ([`default_model_dir`]), else off.
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct SemanticArgs {
     /// A local model folder (sentence-transformers BERT family, or model2vec), or with
-    /// --embeddings-url the model name the endpoint serves
+    /// --embeddings-url the model name the endpoint serves; `none` turns the lane off
+    /// [default: the recommended model's folder when it holds the model]
     #[arg(long, env = "XMEMO_EMBEDDING_MODEL")]
     pub embedding_model: Option<String>,
     /// An OpenAI-compatible embeddings endpoint (e.g. http://127.0.0.1:11434/v1 for Ollama);
@@ -60,13 +62,21 @@ pub struct SemanticArgs {
     /// [default: 0.5]
     #[arg(long, env = "XMEMO_EMBEDDING_TEXT_WEIGHT")]
     pub embedding_text_weight: Option<f64>,
+    /// How the two lanes' results are ranked together: `weighted` (by the weighted sum of
+    /// their 0-1 scores) or `rrf` (reciprocal rank fusion; scores stay the weighted ones)
+    /// [default: weighted]
+    #[arg(long, env = "XMEMO_EMBEDDING_FUSION")]
+    pub embedding_fusion: Option<String>,
 }
 
 /// The resolved [`SemanticArgs`].
 #[derive(Debug, Clone, Default)]
 pub struct Semantic {
     pub spec: xmemo_embed::EmbedderSpec,
+    /// The model is the recommended one, found in its default folder (no setting named it).
+    pub default_model: bool,
     pub text_weight: f64,
+    pub fusion: xmemo_store::FusionMethod,
 }
 
 /// Connection timeouts and caps, execution caps, authentication throttling (README
@@ -249,6 +259,7 @@ struct FileSettings {
     embedding_model: Option<String>,
     embeddings_url: Option<String>,
     embedding_text_weight: Option<f64>,
+    embedding_fusion: Option<String>,
 }
 
 /// Settings after every source is applied.
@@ -337,21 +348,66 @@ fn resolve_semantic(args: &SemanticArgs, file: &FileSettings) -> anyhow::Result<
     if !(0.0..=1.0).contains(&text_weight) {
         anyhow::bail!("--embedding-text-weight must be between 0 and 1, not {text_weight}");
     }
+    let fusion = match args
+        .embedding_fusion
+        .as_deref()
+        .or(file.embedding_fusion.as_deref())
+    {
+        None => xmemo_store::FusionMethod::default(),
+        Some(name) => xmemo_store::FusionMethod::parse(name).ok_or_else(|| {
+            anyhow::anyhow!("--embedding-fusion must be `weighted` or `rrf`, not {name:?}")
+        })?,
+    };
+    let named = args
+        .embedding_model
+        .clone()
+        .or_else(|| file.embedding_model.clone());
+    let url = args
+        .embeddings_url
+        .clone()
+        .or_else(|| file.embeddings_url.clone());
+    let (model, url, default_model) = match (named, url) {
+        (Some(none), _) if none == NO_MODEL => (None, None, false),
+        (None, None) => match default_model_dir().filter(|dir| holds_model(dir)) {
+            Some(dir) => (Some(dir.display().to_string()), None, true),
+            None => (None, None, false),
+        },
+        (model, url) => (model, url, false),
+    };
     Ok(Semantic {
         spec: xmemo_embed::EmbedderSpec {
-            model: args
-                .embedding_model
-                .clone()
-                .or_else(|| file.embedding_model.clone()),
-            url: args
-                .embeddings_url
-                .clone()
-                .or_else(|| file.embeddings_url.clone()),
+            model,
+            url,
             api_key: env("XMEMO_EMBEDDINGS_API_KEY"),
             timeout: None,
         },
+        default_model,
         text_weight,
+        fusion,
     })
+}
+
+/// `--embedding-model none`: no semantic lane, even with the recommended model at hand.
+pub const NO_MODEL: &str = "none";
+/// The folder `scripts/models` puts the recommended model in (docs/decisions.md, "Semantic
+/// recall"): potion-base-8M, a model2vec model.
+pub const DEFAULT_MODEL_NAME: &str = "potion-base-8m";
+
+/// Where the recommended model is looked for: `$XMEMO_MODELS_DIR`, else
+/// `$XDG_CACHE_HOME/xmemo-models`, else `~/.cache/xmemo-models` (as `scripts/models`).
+pub fn default_model_dir() -> Option<PathBuf> {
+    let models = match env("XMEMO_MODELS_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        None => match env("XDG_CACHE_HOME") {
+            Some(cache) => PathBuf::from(cache).join("xmemo-models"),
+            None => PathBuf::from(env("HOME")?).join(".cache/xmemo-models"),
+        },
+    };
+    Some(models.join(DEFAULT_MODEL_NAME))
+}
+
+fn holds_model(dir: &Path) -> bool {
+    dir.join("model.safetensors").is_file() && dir.join("tokenizer.json").is_file()
 }
 
 /// Flag / environment (clap) > file, for the whole map.

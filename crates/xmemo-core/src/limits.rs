@@ -28,6 +28,10 @@ pub const PAGE_LIMIT_DEFAULT: u32 = 50;
 pub const CURSOR_MAX_CHARS: usize = 512;
 /// Level 0 query length bound (characters).
 pub const QUERY_MAX_CHARS: usize = 512;
+/// Every recall score (Level 0 and memories) and every `min_score` lies in this range
+/// (docs/decisions.md, "Scores").
+pub const SCORE_MIN: f64 = 0.0;
+pub const SCORE_MAX: f64 = 1.0;
 /// Workspace and account handles and client profile names are checked by
 /// `validate_slug`, so they share its bound.
 pub const HANDLE_MAX_CHARS: usize = SLUG_MAX_CHARS;

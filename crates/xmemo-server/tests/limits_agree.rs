@@ -99,6 +99,10 @@ fn memory_limit() -> Vec<(&'static str, Value)> {
     ]
 }
 
+fn score() -> Vec<(&'static str, Value)> {
+    vec![("minimum", json!(SCORE_MIN)), ("maximum", json!(SCORE_MAX))]
+}
+
 fn tags() -> Vec<(&'static str, Value)> {
     vec![("maxItems", json!(MEMORY_TAGS_MAX))]
 }
@@ -240,6 +244,7 @@ fn mcp_expectations() -> BTreeMap<&'static str, Vec<Expect>> {
             vec![
                 ("/properties/query", text(QUERY_MAX_CHARS)),
                 ("/properties/limit", search_limit()),
+                ("/properties/min_score", score()),
                 ("/properties/slug", slug()),
                 ("/properties/resource", logical_path()),
             ],
@@ -291,6 +296,7 @@ fn mcp_expectations() -> BTreeMap<&'static str, Vec<Expect>> {
             vec![
                 ("/properties/query", text(QUERY_MAX_CHARS)),
                 ("/properties/limit", memory_limit()),
+                ("/properties/min_score", score()),
                 ("/properties/tags", tags()),
                 ("/properties/tags/items", slug()),
                 ("/properties/project", slug()),

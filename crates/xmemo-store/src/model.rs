@@ -373,11 +373,38 @@ pub struct Semantic {
     /// Unit length.
     pub vector: Vec<f32>,
     /// Weight of the lexical lane in the fused score (0 to 1; the semantic lane has the
-    /// rest). Each lane's scores are scaled to 0..1 (min to max of its candidates) first.
+    /// rest), each lane on its public 0 to 1 scale (`crate::vectors::fuse`).
     pub text_weight: f64,
-    /// Rows whose meaning is less similar than this to the query (cosine, -1 to 1) are left
-    /// out, so a recall may find nothing; rows not embedded yet are judged by text alone.
-    pub min_similarity: Option<f64>,
+    /// How the lanes' candidates are ranked together.
+    pub method: FusionMethod,
+}
+
+/// How the two lanes' candidates are ranked together (docs/decisions.md, "Scores"); the
+/// public score is the weighted one either way.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum FusionMethod {
+    /// By the weighted sum of the lanes' public scores.
+    #[default]
+    Weighted,
+    /// By reciprocal rank fusion: `Σ weight / (60 + rank)` over the lanes, rank from 1.
+    Rrf,
+}
+
+impl FusionMethod {
+    pub fn parse(name: &str) -> Option<FusionMethod> {
+        match name {
+            "weighted" => Some(FusionMethod::Weighted),
+            "rrf" => Some(FusionMethod::Rrf),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FusionMethod::Weighted => "weighted",
+            FusionMethod::Rrf => "rrf",
+        }
+    }
 }
 
 /// Which lanes found a result.
@@ -494,9 +521,15 @@ pub struct Descriptor {
     pub name: String,
     pub description: String,
     pub workspace_id: String,
+    /// 0 to 1, comparable across queries (docs/decisions.md, "Scores"); 1 for an exact slug
+    /// or name match.
     pub score: f64,
     /// The lanes that found it (an exact slug or name match is `text`).
     pub matched: Lanes,
+    /// An exact slug or name match, or a row holding every word of the query: kept whatever
+    /// the `min_score`.
+    #[serde(default)]
+    pub every_word: bool,
 }
 
 /// An audit entry before the store numbers and chains it.
@@ -724,10 +757,13 @@ pub struct MemoryQuery {
 #[derive(Debug, Clone, PartialEq)]
 pub struct MemoryHit {
     pub memory: Memory,
-    /// Relevance (higher is better): BM25, or the fused score with the semantic lane; 0 for
-    /// a recall without text.
+    /// 0 to 1, comparable across queries (docs/decisions.md, "Scores"): the text lane's
+    /// calibrated BM25, or the fused score with the semantic lane; 0 for a recall without
+    /// text.
     pub score: f64,
     pub matched: Lanes,
+    /// The memory holds every word of the query: kept whatever the `min_score`.
+    pub every_word: bool,
 }
 
 /// What deleting an account removed.

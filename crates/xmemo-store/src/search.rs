@@ -27,10 +27,13 @@ pub fn terms(query: &str) -> Vec<String> {
         .collect()
 }
 
-/// Public score: higher is better; exact slug/name matches are lifted above every other hit.
+/// Public score, 0 to 1 (six decimals): an exact slug or name match is 1, other rows their
+/// calibrated relevance ([`crate::fulltext::Hit::relevance`]).
 pub fn score(exact: bool, relevance: f64) -> f64 {
-    let relevance = (relevance.max(0.0) * 1e6).round() / 1e6;
-    if exact { 1000.0 + relevance } else { relevance }
+    if exact {
+        return 1.0;
+    }
+    (relevance.clamp(0.0, 1.0) * 1e6).round() / 1e6
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! lists. Pure: `sql/vectors.rs` keeps the index in step with the database.
 
 use crate::fulltext::Hit;
-use crate::model::Lanes;
+use crate::model::{FusionMethod, Lanes};
 use std::collections::HashMap;
 
 /// A vector as stored: components `q[i] * scale`.
@@ -218,97 +218,102 @@ impl VectorIndex {
     }
 }
 
-/// The two lanes' candidates fused: each lane's scores scaled to 0..1 over its candidates
-/// (min to max), then `text_weight · text + (1 − text_weight) · meaning`. A row without a
-/// vector yet is ranked by text alone; with `min_similarity`, a row whose vector is less
-/// similar than that is left out. The `k` best, best first, with the lanes that found them.
+/// How near a row's meaning is to the query's, 0 to 1: the cosine, negative ones at 0 (for
+/// the sentence models served here, unrelated texts sit near 0 and paraphrases above 0.5).
+pub fn meaning_relevance(similarity: f64) -> f64 {
+    similarity.clamp(0.0, 1.0)
+}
+
+/// Reciprocal rank fusion's constant (Cormack et al.: ranks past the first few weigh
+/// alike).
+const RRF_K: f64 = 60.0;
+
+/// The two lanes' candidates fused on their public scales (both 0 to 1, comparable across
+/// queries: [`crate::fulltext::Hit::relevance`] and [`meaning_relevance`]):
+/// `text_weight · text + (1 − text_weight) · meaning`. A row without a vector yet is scored by
+/// its text alone. Ranked by that score, or with [`FusionMethod::Rrf`] by
+/// `text_weight / (60 + text rank) + (1 − text_weight) / (60 + meaning rank)` (a lane that did
+/// not find the row adds nothing), the score staying the weighted one. The `k` best, best
+/// first, with the lanes that found them.
 pub fn fuse(
     lexical: &[Hit],
     nearest: &[(String, f32)],
     similarity_of: impl Fn(&str) -> Option<f32>,
     text_weight: f64,
-    min_similarity: Option<f64>,
+    method: FusionMethod,
     k: usize,
 ) -> Vec<Hit> {
     let w = text_weight.clamp(0.0, 1.0);
-    struct Candidate {
-        key: String,
-        bm25: f64,
-        similarity: Option<f64>,
-        lanes: Lanes,
-    }
-    let mut candidates: Vec<Candidate> = Vec::new();
+    let mut candidates: Vec<(Hit, Option<f64>)> = Vec::new();
     let mut at: HashMap<String, usize> = HashMap::new();
     for h in lexical {
         at.insert(h.key.clone(), candidates.len());
-        candidates.push(Candidate {
-            key: h.key.clone(),
-            bm25: h.score,
-            similarity: similarity_of(&h.key).map(f64::from),
-            lanes: Lanes {
-                text: true,
-                meaning: false,
-            },
-        });
+        let mut hit = h.clone();
+        hit.lanes.text = true;
+        candidates.push((hit, similarity_of(&h.key).map(f64::from)));
     }
     for (key, sim) in nearest {
         match at.get(key) {
-            Some(&i) => candidates[i].lanes.meaning = true,
+            Some(&i) => candidates[i].0.lanes.meaning = true,
             None => {
                 at.insert(key.clone(), candidates.len());
-                candidates.push(Candidate {
-                    key: key.clone(),
-                    bm25: 0.0,
-                    similarity: Some(f64::from(*sim)),
-                    lanes: Lanes {
-                        text: false,
-                        meaning: true,
+                candidates.push((
+                    Hit {
+                        key: key.clone(),
+                        score: 0.0,
+                        relevance: 0.0,
+                        all_words: false,
+                        every_word: false,
+                        lanes: Lanes {
+                            text: false,
+                            meaning: true,
+                        },
                     },
-                });
+                    Some(f64::from(*sim)),
+                ));
             }
         }
     }
-    let range = |values: &mut dyn Iterator<Item = f64>| {
-        values.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
-            (lo.min(v), hi.max(v))
-        })
-    };
-    let (bm_lo, bm_hi) = range(&mut candidates.iter().filter(|c| c.lanes.text).map(|c| c.bm25));
-    let (sim_lo, sim_hi) = range(&mut candidates.iter().filter_map(|c| c.similarity));
-    let scale = |v: f64, lo: f64, hi: f64| {
-        if hi > lo { (v - lo) / (hi - lo) } else { 1.0 }
-    };
-    let mut fused: Vec<(f64, Candidate)> = candidates
+    let similarities: Vec<Option<f64>> = candidates.iter().map(|(_, s)| *s).collect();
+    let mut fused: Vec<Hit> = candidates
         .into_iter()
-        .filter(|c| match (min_similarity, c.similarity) {
-            (Some(min), Some(sim)) => sim >= min,
-            _ => true,
-        })
-        .map(|c| {
-            let text = if c.lanes.text {
-                scale(c.bm25, bm_lo, bm_hi)
-            } else {
-                0.0
-            };
-            let score = match c.similarity {
-                Some(sim) => w * text + (1.0 - w) * scale(sim, sim_lo, sim_hi),
+        .map(|(mut hit, similarity)| {
+            let text = if hit.lanes.text { hit.relevance } else { 0.0 };
+            hit.relevance = match similarity {
+                Some(sim) => w * text + (1.0 - w) * meaning_relevance(sim),
                 // Not embedded yet: its text decides alone.
                 None => text,
             };
-            (score, c)
+            hit.score = hit.relevance;
+            hit.all_words = false;
+            hit
         })
         .collect();
-    fused.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.key.cmp(&b.1.key)));
+    if method == FusionMethod::Rrf {
+        let mut rrf = vec![0.0; fused.len()];
+        // Text ranks are the lexical lane's order; meaning ranks, the similarity order of
+        // every candidate with a vector.
+        for (rank, h) in lexical.iter().enumerate() {
+            if let Some(&i) = at.get(&h.key) {
+                rrf[i] += w / (RRF_K + rank as f64 + 1.0);
+            }
+        }
+        let mut by_meaning: Vec<(usize, f64)> = similarities
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| s.map(|s| (i, s)))
+            .collect();
+        by_meaning.sort_by(|a, b| b.1.total_cmp(&a.1));
+        for (rank, (i, _)) in by_meaning.into_iter().enumerate() {
+            rrf[i] += (1.0 - w) / (RRF_K + rank as f64 + 1.0);
+        }
+        for (hit, r) in fused.iter_mut().zip(rrf) {
+            hit.score = r;
+        }
+    }
+    fused.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.key.cmp(&b.key)));
     fused.truncate(k);
     fused
-        .into_iter()
-        .map(|(score, c)| Hit {
-            key: c.key,
-            score,
-            all_words: false,
-            lanes: c.lanes,
-        })
-        .collect()
 }
 
 #[cfg(test)]
@@ -358,47 +363,79 @@ mod tests {
         assert!(index.similarity(0, "skill", &q).is_some_and(|s| s > 0.98));
     }
 
-    fn hit(key: &str, score: f64) -> Hit {
+    fn hit(key: &str, relevance: f64) -> Hit {
         Hit {
             key: key.into(),
-            score,
+            score: relevance * 10.0,
+            relevance,
             all_words: false,
+            every_word: relevance == 1.0,
             lanes: Lanes::default(),
         }
     }
 
     #[test]
-    fn fusion_scales_each_lane_and_weighs_them() {
-        let lexical = vec![hit("text-only", 9.0), hit("both", 5.0), hit("weak", 1.0)];
+    fn fusion_weighs_each_lanes_public_score() {
+        let lexical = vec![hit("text-only", 1.0), hit("both", 0.5), hit("weak", 0.1)];
         let nearest = vec![("both".to_string(), 0.8), ("meaning-only".to_string(), 0.7)];
         let sims: HashMap<&str, f32> =
-            HashMap::from([("both", 0.8), ("meaning-only", 0.7), ("weak", 0.1)]);
-        let fused = fuse(&lexical, &nearest, |k| sims.get(k).copied(), 0.5, None, 10);
-        let keys: Vec<&str> = fused.iter().map(|h| h.key.as_str()).collect();
-        // both: 0.5·0.5 + 0.5·1.0; text-only (no vector): 1.0 by text alone; meaning-only:
-        // 0.5·0 + 0.5·0.857; weak: 0 + 0.
-        assert_eq!(keys, vec!["text-only", "both", "meaning-only", "weak"]);
-        assert!(fused[1].lanes.text && fused[1].lanes.meaning);
-        assert!(!fused[2].lanes.text && fused[2].lanes.meaning);
-        // A floor on similarity leaves out what is not near enough (the row without a
-        // vector is judged by text).
-        let floored = fuse(
+            HashMap::from([("both", 0.8), ("meaning-only", 0.7), ("weak", -0.2)]);
+        let fused = fuse(
             &lexical,
             &nearest,
             |k| sims.get(k).copied(),
             0.5,
-            Some(0.75),
+            FusionMethod::Weighted,
             10,
         );
-        let keys: Vec<&str> = floored.iter().map(|h| h.key.as_str()).collect();
-        assert_eq!(keys, vec!["text-only", "both"]);
+        let got: Vec<(&str, f64)> = fused
+            .iter()
+            .map(|h| (h.key.as_str(), (h.relevance * 1000.0).round() / 1000.0))
+            .collect();
+        // text-only (no vector): 1.0 by its text alone; both: 0.5·0.5 + 0.5·0.8; meaning-only:
+        // 0 + 0.5·0.7; weak: 0.5·0.1 + 0.5·0 (a negative cosine counts as 0).
+        assert_eq!(
+            got,
+            vec![
+                ("text-only", 1.0),
+                ("both", 0.65),
+                ("meaning-only", 0.35),
+                ("weak", 0.05)
+            ]
+        );
+        assert!(fused.iter().all(|h| h.score == h.relevance));
+        assert!(fused[1].lanes.text && fused[1].lanes.meaning);
+        assert!(!fused[2].lanes.text && fused[2].lanes.meaning);
+        assert!(fused[0].every_word && !fused[2].every_word);
         // All text or all meaning.
-        let text_only = fuse(&lexical, &nearest, |k| sims.get(k).copied(), 1.0, None, 1);
+        let text_only = fuse(
+            &lexical,
+            &nearest,
+            |k| sims.get(k).copied(),
+            1.0,
+            FusionMethod::Weighted,
+            1,
+        );
         assert_eq!(text_only[0].key, "text-only");
-        // Meaning alone: the nearest row leads, and the row without a vector keeps its text
-        // score (the best, 1.0: a tie, broken by key).
-        let meaning = fuse(&lexical, &nearest, |k| sims.get(k).copied(), 0.0, None, 3);
+        let meaning = fuse(
+            &lexical,
+            &nearest,
+            |k| sims.get(k).copied(),
+            0.0,
+            FusionMethod::Weighted,
+            3,
+        );
         let keys: Vec<&str> = meaning.iter().map(|h| h.key.as_str()).collect();
-        assert_eq!(keys, vec!["both", "text-only", "meaning-only"]);
+        assert_eq!(keys, vec!["text-only", "both", "meaning-only"]);
+        // The same row scores the same whatever else the query found: no rescaling per query.
+        let alone = fuse(
+            &lexical[1..2],
+            &[],
+            |k| sims.get(k).copied(),
+            0.5,
+            FusionMethod::Weighted,
+            10,
+        );
+        assert_eq!(alone[0].relevance, fused[1].relevance);
     }
 }

@@ -289,6 +289,7 @@ conformance!(
     writes_are_indexed_by_their_writer_and_other_nodes_by_their_follower,
     a_search_waits_briefly_for_the_first_build_then_is_told_to_come_back,
     stored_vectors_rank_until_their_text_changes_and_every_node_reuses_them,
+    scores_run_from_0_to_1_and_mean_the_same_for_every_query_and_lane,
 );
 
 // ---------------------------------------------------------------------------------------------
@@ -2542,8 +2543,8 @@ mod cases {
         // Only published + active skills of the given workspaces; exact slug first.
         let hits = search(&store, "deploy", &[&a]).await;
         assert_eq!(hits[0].slug, "deploy");
-        assert!(hits[0].score >= 1000.0, "{hits:?}");
-        assert!(hits[1..].iter().all(|h| h.score < 1000.0), "{hits:?}");
+        assert!(hits[0].score == 1.0, "{hits:?}");
+        assert!(hits[1..].iter().all(|h| h.score < 1.0), "{hits:?}");
         let mut found = slugs(&hits);
         found.sort_unstable();
         assert_eq!(found, ["deploy", "deploy-canary", "rollback"]);
@@ -2556,7 +2557,7 @@ mod cases {
         assert!(
             both[..2]
                 .iter()
-                .all(|h| h.slug == "deploy" && h.score >= 1000.0)
+                .all(|h| h.slug == "deploy" && h.score == 1.0)
         );
         assert!(search(&store, "deploy", &[]).await.is_empty());
         assert!(search(&store, "deploy", &["ws_unknown"]).await.is_empty());
@@ -2564,11 +2565,11 @@ mod cases {
         // Exact name match is lifted too.
         let hits = search(&store, "canary deployment", &[&a]).await;
         assert_eq!(hits[0].slug, "deploy-canary");
-        assert!(hits[0].score >= 1000.0);
+        assert!(hits[0].score == 1.0);
         // …the published name only: a draft's name finds nothing exact.
         let hits = search(&store, "deploy draft", &[&a]).await;
         assert!(!slugs(&hits).contains(&"deploy-draft"), "{hits:?}");
-        assert!(hits.iter().all(|h| h.score < 1000.0), "{hits:?}");
+        assert!(hits.iter().all(|h| h.score < 1.0), "{hits:?}");
 
         // Prefix on the last term only; any term may match.
         assert_eq!(slugs(&search(&store, "rollb", &[&a]).await), ["rollback"]);
@@ -3821,7 +3822,7 @@ async fn transcript(store: &DynStore) -> Vec<String> {
         // (BM25 with IDF vs. cover density), so only the set is compared there.
         let exact: Vec<&str> = hits
             .iter()
-            .take_while(|h| h.score >= 1000.0)
+            .take_while(|h| h.score == 1.0)
             .map(|h| h.slug.as_str())
             .collect();
         let mut rest: Vec<&str> = hits
@@ -3829,7 +3830,7 @@ async fn transcript(store: &DynStore) -> Vec<String> {
             .skip(exact.len())
             .map(|h| h.slug.as_str())
             .collect();
-        assert!(hits.iter().skip(exact.len()).all(|h| h.score < 1000.0));
+        assert!(hits.iter().skip(exact.len()).all(|h| h.score < 1.0));
         rest.sort_unstable();
         out.push(format!("search {q:?} -> exact {exact:?} then {rest:?}"));
     }
@@ -3914,7 +3915,9 @@ mod semantic_cases {
         panic!("the worker of {model} never caught up");
     }
 
-    /// Memory recall by `text` with the meaning of `meaning`: (content, lanes) in rank order.
+    /// Memory recall by `text` with the meaning of `meaning`: (content, lanes) in rank order,
+    /// of the memories scoring at least 0.15 (the floor a `min_score` sets in the service;
+    /// unrelated texts score about 0 here).
     async fn recall_meaning(
         store: &DynStore,
         ws: &str,
@@ -3929,15 +3932,122 @@ mod semantic_cases {
             model: model.into(),
             vector: unit(meaning),
             text_weight: 0.5,
-            min_similarity: Some(0.3),
+            method: FusionMethod::Weighted,
         });
         store
             .recall_memories(&q)
             .await
             .unwrap()
             .into_iter()
+            .filter(|h| h.score >= 0.15 || h.every_word)
             .map(|h| (h.memory.content, h.matched))
             .collect()
+    }
+
+    /// Issue #30, item 3: every score is 0 to 1 and comparable across queries, indexes and
+    /// lanes; an exact slug or name match is 1, the rows holding every word say so.
+    pub async fn scores_run_from_0_to_1_and_mean_the_same_for_every_query_and_lane(db: &TestDb) {
+        let store = db.store();
+        let alice = account(&store, "alice").await;
+        let ws = alice.personal_workspace_id.clone();
+        let who = actor(&alice.account_id);
+        let note = |text: &str| new_memory(&ws, &who, memory_content(MemoryKind::Fact, text));
+        let rotate = "rotate the database credentials every ninety days";
+        remember(&store, note(rotate)).await;
+        remember(&store, note("database backups run nightly at two")).await;
+        remember(&store, note("the harbour pilot boards ships at dawn")).await;
+        let recall = |text: &'static str, semantic: Option<Semantic>| {
+            let store = store.clone();
+            let mut q = memory_query(&[&ws]);
+            q.text = Some(text.into());
+            q.semantic = semantic;
+            async move {
+                store
+                    .recall_memories(&q)
+                    .await
+                    .unwrap()
+                    .into_iter()
+                    .map(|h| (h.memory.content, h.score, h.every_word))
+                    .collect::<Vec<_>>()
+            }
+        };
+        let both = recall("database credentials", None).await;
+        assert_eq!(both[0].0, rotate, "{both:?}");
+        assert!(both[0].2 && !both[1].2, "{both:?}");
+        // Each word once in a text of average length: a little under half the scale.
+        assert!(both[0].1 > 0.3 && both[0].1 < 0.6, "{both:?}");
+        // The other holds the common word only: a smaller share.
+        assert!(both[1].1 > 0.0 && both[1].1 < both[0].1 * 0.6, "{both:?}");
+        let alone = recall("credentials", None).await;
+        // The same memory holding the whole query scores alike for another query…
+        assert!(
+            (alone[0].1 - both[0].1).abs() < 0.1,
+            "{alone:?} vs {both:?}"
+        );
+        // …and in a larger index of like rows.
+        for i in 0..60 {
+            remember(
+                &store,
+                note(&format!("weekly filler note number {i} about nothing much")),
+            )
+            .await;
+        }
+        let larger = recall("database credentials", None).await;
+        assert_eq!(larger[0].0, rotate);
+        assert!(
+            (larger[0].1 - both[0].1).abs() < 0.1,
+            "{larger:?} vs {both:?}"
+        );
+
+        // With the meaning lane: still 0 to 1, the exact holder still says so, and a query
+        // nothing answers scores low (no per-query rescaling lifts its best row).
+        embed_all(&store, "fake-words", "node-a").await;
+        let meaning = |text: &str| {
+            Some(Semantic {
+                model: "fake-words".into(),
+                vector: unit(text),
+                text_weight: 0.5,
+                method: FusionMethod::Weighted,
+            })
+        };
+        let fused = recall("database credentials", meaning("database credentials")).await;
+        assert_eq!(fused[0].0, rotate, "{fused:?}");
+        assert!(fused[0].2, "{fused:?}");
+        assert!(fused.iter().all(|h| (0.0..1.0).contains(&h.1)), "{fused:?}");
+        let nothing = recall("zebra stripes", meaning("zebra stripes")).await;
+        // (The fake model's vectors of unrelated texts share a few hashed words: cosines up
+        // to about 0.25, so fused scores up to about 0.125; per-query min-max scaling made
+        // the best of them 0.5, as high as a true match.)
+        assert!(nothing.iter().all(|h| h.1 < 0.2 && !h.2), "{nothing:?}");
+        assert!(
+            fused[0].1 > 0.3 && fused[0].1 > 2.0 * nothing[0].1,
+            "{fused:?}"
+        );
+
+        // Level 0: an exact slug match is 1, the rest below.
+        for (slug, name, description) in [
+            ("deploy", "Deploy", "Ship the build"),
+            (
+                "deploy-canary",
+                "Canary deployment",
+                "Deploy to a few hosts first",
+            ),
+        ] {
+            save(
+                &store,
+                &alice,
+                slug,
+                draft("x")
+                    .named(name, description)
+                    .status(RevisionStatus::Published),
+            )
+            .await;
+        }
+        let hits = search(&store, "deploy", &[&ws]).await;
+        assert_eq!(slugs(&hits), ["deploy", "deploy-canary"]);
+        assert_eq!(hits[0].score, 1.0);
+        assert!(hits[0].every_word && hits[1].every_word, "{hits:?}");
+        assert!(hits[1].score > 0.5 && hits[1].score < 1.0, "{hits:?}");
     }
 
     pub async fn stored_vectors_rank_until_their_text_changes_and_every_node_reuses_them(
@@ -6409,21 +6519,28 @@ mod sqlite_only {
                 assert!(*score < weakest_rare, "{score} vs {weakest_rare}");
             }
         }
-        for (id, score) in &one {
-            if *id == target.memory_id {
-                assert!(
-                    both[id] > score + 0.1,
-                    "the memory holding both words gains: {} vs {score}",
-                    both[id]
-                );
-            } else {
-                assert!(
-                    (both[id] - score).abs() < 1e-4,
-                    "a memory without the boost word keeps its score: {} vs {score}",
-                    both[id]
-                );
-            }
+        // Scores are shares of the query's weight (docs/decisions.md, "Scores"): adding a
+        // word to the query scales every row not holding it by one same factor (its BM25 is
+        // unchanged), while the row holding it gains.
+        let ratio = |id: &String| both[id] / one[id];
+        let others: Vec<f64> = one
+            .keys()
+            .filter(|id| **id != target.memory_id)
+            .map(ratio)
+            .collect();
+        let factor = others[0];
+        assert!(factor > 0.0 && factor < 1.0, "{others:?}");
+        for r in &others {
+            assert!(
+                (r - factor).abs() < 1e-3 * factor,
+                "a memory without the boost word keeps its BM25: ratios {others:?}"
+            );
         }
+        assert!(
+            ratio(&target.memory_id) > factor * 1.2,
+            "the memory holding both words gains: {} vs {factor}",
+            ratio(&target.memory_id)
+        );
     }
 }
 

@@ -117,8 +117,15 @@ pub fn clean_command(bin: &str) -> std::process::Command {
             cmd.env_remove(key);
         }
     }
+    // No recommended embedding model where `serve` looks for one, whatever this machine's
+    // cache holds: a test's server has a semantic lane only when the test names a model (or
+    // points XMEMO_MODELS_DIR at one).
+    cmd.env("XMEMO_MODELS_DIR", NO_MODELS_DIR);
     cmd
 }
+
+/// A folder that does not exist, as XMEMO_MODELS_DIR of the commands [`clean_command`] makes.
+pub const NO_MODELS_DIR: &str = "/nonexistent/xmemo-test-models";
 
 /// A running `xmemo serve` child process, killed when dropped. Its stderr is drained for its
 /// whole life (so it never blocks on a full pipe) and the listening address is parsed from

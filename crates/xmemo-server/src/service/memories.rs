@@ -97,9 +97,10 @@ pub struct RecallMemoriesRequest {
     pub limit: Option<i64>,
     /// Whole contents instead of excerpts (default false).
     pub full: Option<bool>,
-    /// Leave out memories whose meaning is less similar than this to `query` (-1 to 1, with
-    /// the semantic lane; else a floor on the relevance score), so a recall may find nothing.
-    #[schemars(range(min = -1.0))]
+    /// Leave out memories scoring less than this (scores run from 0 to 1 and mean the same
+    /// for every query), except memories holding every word of `query`; so a recall may find
+    /// nothing.
+    #[schemars(range(min = xmemo_core::limits::SCORE_MIN, max = xmemo_core::limits::SCORE_MAX))]
     pub min_score: Option<f64>,
     /// Only this workspace ("personal" or a team handle); default: every workspace you can
     /// read.
@@ -266,6 +267,7 @@ fn hit_view(hit: xmemo_store::MemoryHit, full: bool, access: &Access) -> MemoryH
         memory: m,
         score,
         matched,
+        every_word: _,
     } = hit;
     let (content, truncated) = if full {
         (m.content, false)
@@ -456,6 +458,7 @@ impl Service {
                         memory,
                         score: 0.0,
                         matched: xmemo_store::Lanes::default(),
+                        every_word: false,
                     },
                     full,
                     &access,
@@ -507,10 +510,9 @@ impl Service {
         let access = self.access(principal).await?;
         let min_score = super::semantic::check_min_score(req.min_score)?;
         let semantic = match req.query.as_deref() {
-            Some(text) => self.query_meaning(text, min_score).await,
+            Some(text) => self.query_meaning(text).await,
             None => None,
         };
-        let lexical_floor = if semantic.is_none() { min_score } else { None };
         let hits = self
             .store
             .recall_memories(&MemoryQuery {
@@ -531,7 +533,7 @@ impl Service {
         Ok(Memories {
             memories: hits
                 .into_iter()
-                .filter(|h| lexical_floor.is_none_or(|min| h.score >= min))
+                .filter(|h| super::semantic::above_floor(min_score, h.score, h.every_word))
                 .map(|h| hit_view(h, full, &access))
                 .collect(),
         })

@@ -83,8 +83,8 @@ impl Service {
             .await
     }
 
-    /// Level 0, leaving out what is less relevant than `min_score` (a floor on semantic
-    /// similarity with the semantic lane, else on the relevance score).
+    /// Level 0, leaving out what scores less than `min_score` (0 to 1, the same with the
+    /// semantic lane on or off) unless it matches the query's words exactly.
     pub async fn search_min(
         &self,
         principal: &Principal,
@@ -107,8 +107,7 @@ impl Service {
         let access = self.access(principal).await?;
         let workspace_ids = access.readable(workspace)?;
         let min_score = super::semantic::check_min_score(min_score)?;
-        let semantic = self.query_meaning(query, min_score).await;
-        let lexical_floor = if semantic.is_none() { min_score } else { None };
+        let semantic = self.query_meaning(query).await;
         let hits = self
             .store
             .search(&SearchQuery {
@@ -121,7 +120,7 @@ impl Service {
         Ok(Descriptors {
             skills: hits
                 .into_iter()
-                .filter(|d| lexical_floor.is_none_or(|min| d.score >= min))
+                .filter(|d| super::semantic::above_floor(min_score, d.score, d.every_word))
                 .map(|d| SkillDescriptor {
                     matched: d.matched.names().into_iter().map(String::from).collect(),
                     workspace: access.handle(&d.workspace_id),

@@ -16,8 +16,9 @@ use sha2::{Digest, Sha256};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
+use xmemo_core::limits::{SCORE_MAX, SCORE_MIN};
 use xmemo_embed::{EmbedError, Embedder, Purpose};
-use xmemo_store::{EmbeddedRow, Semantic};
+use xmemo_store::{EmbeddedRow, FusionMethod, Semantic};
 
 /// Weight of full text in the fused score by default: the convex combination measured best
 /// (docs/decisions.md).
@@ -61,6 +62,7 @@ struct Health {
 pub struct SemanticLane {
     embedder: Arc<dyn Embedder>,
     text_weight: f64,
+    fusion: FusionMethod,
     health: Mutex<Health>,
     pending: AtomicI64,
     vectors: AtomicI64,
@@ -85,7 +87,7 @@ pub struct SemanticStatus {
 }
 
 impl SemanticLane {
-    pub fn new(embedder: Arc<dyn Embedder>, text_weight: f64) -> Self {
+    pub fn new(embedder: Arc<dyn Embedder>, text_weight: f64, fusion: FusionMethod) -> Self {
         // An endpoint not heard from yet is probed at once; queries wait for nothing.
         let degraded = embedder
             .dimensions()
@@ -94,6 +96,7 @@ impl SemanticLane {
         Self {
             embedder,
             text_weight: text_weight.clamp(0.0, 1.0),
+            fusion,
             health: Mutex::new(Health {
                 degraded,
                 next_probe: Instant::now(),
@@ -266,15 +269,25 @@ async fn probe_while_degraded(lane: Weak<SemanticLane>) {
     }
 }
 
-/// A `min_score` as given: a number from -1 to 1 (similarities) or any larger relevance.
+/// A `min_score` as given: a floor on the public score, 0 to 1, whichever lanes rank
+/// (docs/decisions.md, "Scores").
 pub(crate) fn check_min_score(min: Option<f64>) -> crate::error::ServiceResult<Option<f64>> {
     match min {
-        Some(v) if !v.is_finite() || v < -1.0 => Err(crate::error::ServiceError::validation(
-            "min_score must be a number of at least -1",
-            "min_score",
-        )),
+        Some(v) if !(SCORE_MIN..=SCORE_MAX).contains(&v) => {
+            Err(crate::error::ServiceError::validation(
+                format!("min_score must be a number from {SCORE_MIN} to {SCORE_MAX}"),
+                "min_score",
+            ))
+        }
         other => Ok(other),
     }
+}
+
+/// Whether a result stays under a `min_score`: it scores at least that, or it matches the
+/// query's words exactly (every word of the query, or the exact slug or name), which no
+/// floor leaves out.
+pub(crate) fn above_floor(min_score: Option<f64>, score: f64, every_word: bool) -> bool {
+    every_word || min_score.is_none_or(|min| score >= min)
 }
 
 fn text_hash(text: &str) -> String {
@@ -284,8 +297,13 @@ fn text_hash(text: &str) -> String {
 impl Service {
     /// This service with a semantic lane (call [`Service::start_embedding_worker`] to keep its
     /// vectors current).
-    pub fn with_semantic_lane(mut self, embedder: Arc<dyn Embedder>, text_weight: f64) -> Self {
-        self.semantic = Some(Arc::new(SemanticLane::new(embedder, text_weight)));
+    pub fn with_semantic_lane(
+        mut self,
+        embedder: Arc<dyn Embedder>,
+        text_weight: f64,
+        fusion: FusionMethod,
+    ) -> Self {
+        self.semantic = Some(Arc::new(SemanticLane::new(embedder, text_weight, fusion)));
         self
     }
 
@@ -295,11 +313,7 @@ impl Service {
 
     /// The meaning of a query for the store, when the lane is on, not degraded, and the
     /// model answers in time (one try); else `None` and the recall goes on by full text.
-    pub(crate) async fn query_meaning(
-        &self,
-        text: &str,
-        min_score: Option<f64>,
-    ) -> Option<Semantic> {
+    pub(crate) async fn query_meaning(&self, text: &str) -> Option<Semantic> {
         let lane = self.semantic.as_ref()?;
         if lane.is_degraded() {
             lane.lexical_only.fetch_add(1, Ordering::Relaxed);
@@ -318,7 +332,7 @@ impl Service {
                     model: lane.embedder.model_id().to_string(),
                     vector: vectors.swap_remove(0),
                     text_weight: lane.text_weight,
-                    min_similarity: min_score,
+                    method: lane.fusion,
                 })
             }
             Ok(Ok(_)) => None,

@@ -121,10 +121,10 @@ pub struct RecallRequest {
     /// Level 2: the logical_path of one resource listed by Level 1, e.g. "scripts/check.py".
     #[schemars(length(min = 1, max = LOGICAL_PATH_MAX_BYTES))]
     pub resource: Option<String>,
-    /// Level 0: leave out skills whose meaning is less similar than this to the query (-1 to
-    /// 1, with the semantic lane; else a floor on the relevance score), so a search may find
-    /// nothing.
-    #[schemars(range(min = -1.0))]
+    /// Level 0: leave out skills scoring less than this (scores run from 0 to 1 and mean the
+    /// same for every query; an exact slug or name match is 1), except skills holding every
+    /// word of the query; so a search may find nothing.
+    #[schemars(range(min = xmemo_core::limits::SCORE_MIN, max = xmemo_core::limits::SCORE_MAX))]
     pub min_score: Option<f64>,
 }
 

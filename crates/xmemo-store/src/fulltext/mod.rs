@@ -53,6 +53,24 @@ pub const EVERY_TERM_MAX: usize = 3;
 /// A language whose rows are at least this share of the index is one a query is stemmed in
 /// (besides its own, when it can be told).
 const QUERY_LANGUAGE_SHARE: f64 = 0.1;
+/// Words of at least this many characters, in rows of a language that writes compounds, are
+/// found by their tail ([`Index::tails`]).
+const COMPOUND_MIN_CHARS: usize = 8;
+/// A query word of at least this many characters that no row holds is looked up as the tail
+/// of compounds ("umfrag" in "kundenumfrag").
+const TAIL_MIN_CHARS: usize = 5;
+
+/// Languages that write compounds as one word ("Kundenumfrage", "klanttevredenheid").
+fn writes_compounds(lang: Lang) -> bool {
+    matches!(
+        lang,
+        Lang::German | Lang::Dutch | Lang::Swedish | Lang::Danish | Lang::Norwegian | Lang::Finnish
+    )
+}
+
+fn reversed(word: &str) -> String {
+    word.chars().rev().collect()
+}
 
 /// The fields of an index's rows, in the order [`Index::upsert`] takes them.
 #[derive(Debug)]
@@ -93,6 +111,8 @@ struct Lists {
     weak: Vec<Posting>,
     /// Largest `f` in `weak` (bounds what a weak posting can add).
     weak_max: f32,
+    /// The word is in [`Index::tails`].
+    in_tails: bool,
 }
 
 impl Lists {
@@ -114,10 +134,18 @@ struct Doc {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Hit {
     pub key: String,
+    /// What the row is ranked by: BM25 here (unbounded, relative to the query), the fused
+    /// score after [`crate::vectors::fuse`].
     pub score: f64,
+    /// The public score, 0 to 1, comparable across queries ([`calibrated`]; fused by
+    /// [`crate::vectors::fuse`]).
+    pub relevance: f64,
     /// The row holds every term of a short query: the tier it ranks in, before the rows
     /// that do not (always `false` for a question of more than [`EVERY_TERM_MAX`] terms).
     pub all_words: bool,
+    /// The row holds every term of the query, however long: a `min_score` never leaves it
+    /// out.
+    pub every_word: bool,
     /// The lanes that found it (full text here; fusion adds the semantic lane).
     pub lanes: crate::model::Lanes,
 }
@@ -214,6 +242,10 @@ pub struct Index {
     lang_rows: [u32; Lang::ALL.len()],
     /// Every word in order, for the last query word's prefix expansion.
     dict: BTreeMap<Box<str>, u32>,
+    /// The long words of rows in languages that write compounds, each spelt backwards and in
+    /// order: the words ending with a query word are one range (issue #30: "Überschreitung"
+    /// finds "Zeitüberschreitung", "Umfrage" finds "Kundenumfrage").
+    tails: BTreeMap<Box<str>, u32>,
     /// The same words hashed: adding a row looks up each of its words (a sorted map's string
     /// comparisons were most of the time a write spent holding the index's lock).
     ids: HashMap<Box<str>, u32>,
@@ -261,6 +293,7 @@ impl Index {
             number: next_index_number(),
             lang_rows: [0; Lang::ALL.len()],
             dict: BTreeMap::new(),
+            tails: BTreeMap::new(),
             ids: HashMap::new(),
             lists: Vec::new(),
             docs: Vec::new(),
@@ -343,6 +376,7 @@ impl Index {
         }
         while words > 0 && adding.row < adding.rows.len() {
             let row = &adding.rows[adding.row];
+            let compounds = writes_compounds(row.lang);
             let doc = adding.first + adding.row as u32;
             let end = row.spans.len().min(adding.span.saturating_add(words));
             for &(start, stop, f) in &row.spans[adding.span..end] {
@@ -358,6 +392,10 @@ impl Index {
                     }
                 };
                 let lists = &mut self.lists[id as usize];
+                if compounds && !lists.in_tails && word.chars().count() >= COMPOUND_MIN_CHARS {
+                    lists.in_tails = true;
+                    self.tails.insert(Box::from(reversed(word)), id);
+                }
                 if f >= self.schema.strong_at {
                     lists.strong.push(Posting { doc, f });
                 } else {
@@ -476,6 +514,7 @@ impl Index {
                     strong: keep(&l.strong),
                     weak_max: weak.iter().map(|p| p.f).fold(0.0, f32::max),
                     weak,
+                    in_tails: l.in_tails,
                 }
             })
             .collect();
@@ -489,6 +528,7 @@ impl Index {
             number: next_index_number(),
             lang_rows: self.lang_rows,
             dict: self.dict.clone(),
+            tails: self.tails.clone(),
             ids: self.ids.clone(),
             lists,
             docs,
@@ -548,6 +588,7 @@ impl Index {
                 .filter_map(|v| self.ids.get(v.as_str()).copied())
                 .collect();
             if let (true, Some(word)) = (ids.is_empty(), &term.word) {
+                let mut stems: Vec<String> = term.variants.clone();
                 for lang in Lang::ALL {
                     if self.lang_rows[lang.index()] > 0 && !languages.contains(&lang) {
                         let stem = analyze::stem(word, lang);
@@ -556,7 +597,13 @@ impl Index {
                         {
                             ids.push(*id);
                         }
+                        if writes_compounds(lang) && !stems.contains(&stem) {
+                            stems.push(stem);
+                        }
                     }
+                }
+                if ids.is_empty() {
+                    self.compounds_ending_with(&stems, &mut ids);
                 }
             }
             if let Some(word) = &term.prefix {
@@ -607,6 +654,28 @@ impl Index {
                 w
             })
             .collect()
+    }
+
+    /// Adds the words of [`Index::tails`] that end with one of `stems` (each at least
+    /// [`TAIL_MIN_CHARS`] long), at most [`PREFIX_EXPANSIONS`] in all.
+    fn compounds_ending_with(&self, stems: &[String], ids: &mut Vec<u32>) {
+        for stem in stems {
+            if stem.chars().count() < TAIL_MIN_CHARS {
+                continue;
+            }
+            let tail = reversed(stem);
+            for (indexed, id) in self.tails.range::<str, _>((
+                std::ops::Bound::Excluded(tail.as_str()),
+                std::ops::Bound::Unbounded,
+            )) {
+                if !indexed.starts_with(tail.as_str()) || ids.len() >= PREFIX_EXPANSIONS {
+                    break;
+                }
+                if !ids.contains(id) {
+                    ids.push(*id);
+                }
+            }
+        }
     }
 
     /// The `k` best rows of `workspaces` for `query`: rows holding every word first, then by
@@ -747,6 +816,7 @@ impl Index {
             }
         }
         let holds_all = |d: u32| (scratch.mask[d as usize] & full_mask) == full_mask;
+        let idf_sum: f32 = query_words.iter().map(|w| w.idf).sum();
         let key = |d: u32| (tiered && holds_all(d), scratch.score[d as usize]);
         let better = |a: &u32, b: &u32| {
             let (ka, kb) = (key(*a), key(*b));
@@ -762,7 +832,9 @@ impl Index {
             .map(|d| Hit {
                 key: self.docs[*d as usize].key.to_string(),
                 score: f64::from(scratch.score[*d as usize]),
+                relevance: calibrated(scratch.score[*d as usize], idf_sum),
                 all_words: tiered && holds_all(*d),
+                every_word: holds_all(*d),
                 lanes: crate::model::Lanes {
                     text: true,
                     meaning: false,
@@ -777,6 +849,21 @@ impl Index {
         scratch.touched = candidates;
         hits
     }
+}
+
+/// A row's BM25 score as a share of the query's weight, 0 to 1 (never 1 itself: that is an
+/// exact slug or name match's). BM25 gives each query word its IDF times a term factor that
+/// grows with the word's weighted count towards `K1 + 1`; the ceiling is every word at that
+/// limit. So the score is the share of the query's weight the row holds, each word counted by
+/// how strongly: about 0.45 of its share for a word once in a text of average length, about
+/// 0.9 in a title, slug or tag. A threshold therefore means the same for every query and
+/// every index; and being monotonic in BM25, it never reorders a query's rows.
+fn calibrated(score: f32, idf_sum: f32) -> f64 {
+    let ceiling = f64::from(idf_sum) * f64::from(K1 + 1.0);
+    if ceiling <= 0.0 {
+        return 0.0;
+    }
+    (f64::from(score) / ceiling).clamp(0.0, 1.0)
 }
 
 #[cfg(test)]
@@ -841,6 +928,49 @@ mod tests {
     /// Issue #29, defect 7: a long row is posted in parts, the index's lock let go between
     /// them. A query between two parts sees the row as it was before: neither half of the
     /// new one, nor a gap where the old one was.
+    #[test]
+    fn a_german_compound_is_found_by_its_tail() {
+        let mut rows: Vec<(String, String)> = (0..30)
+            .map(|i| {
+                (
+                    format!("en{i}"),
+                    format!("The nightly job {i} rotates the logs and checks the configurations"),
+                )
+            })
+            .collect();
+        rows.push((
+            "timeout".into(),
+            "Bei einer Zeitüberschreitung wird die Anfrage nach zehn Sekunden abgebrochen".into(),
+        ));
+        rows.push((
+            "survey".into(),
+            "Die Kundenumfrage läuft bis Ende März und wird danach ausgewertet".into(),
+        ));
+        let mut index = Index::new(&MEMORIES);
+        for (key, content) in &rows {
+            index.upsert(key, "w", &["", content, ""]);
+        }
+        assert_eq!(
+            keys(&index.search("Überschreitung", &["w"], 5)),
+            ["timeout"]
+        );
+        assert_eq!(keys(&index.search("Umfrage", &["w"], 5)), ["survey"]);
+        assert_eq!(
+            keys(&index.search("wann endet die Umfrage", &["w"], 5))[0],
+            "survey"
+        );
+        // A word rows hold is not looked up as a tail; a short one never is.
+        assert!(
+            index
+                .search("rotate", &["w"], 40)
+                .iter()
+                .all(|h| h.key.starts_with("en"))
+        );
+        assert!(index.search("frage", &["w"], 5).is_empty());
+        // English rows' long words are no compounds: their tails find nothing.
+        assert!(index.search("figur", &["w"], 5).is_empty());
+    }
+
     #[test]
     fn a_row_added_in_parts_is_seen_whole_or_not_at_all() {
         let mut index = memories(&[

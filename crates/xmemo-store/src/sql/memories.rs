@@ -398,17 +398,20 @@ async fn recall_page<D: Dialect>(
     let text = |v: &str| Arg::OwnedText(v.to_string());
     let mut sql = String::new();
     if let Some(hits) = hits {
+        // The hits' order is the ranking (tiers, then BM25 or the fused score); the relevance
+        // is the public score.
         let rows: Vec<String> = hits
             .iter()
-            .map(|h| {
+            .enumerate()
+            .map(|(position, h)| {
                 let key = param(&mut args, text(&h.key));
-                let relevance = param(&mut args, Arg::Float(h.score));
-                let tier = param(&mut args, Arg::Int(i64::from(h.all_words)));
-                format!("({key}, {relevance}, {tier})")
+                let relevance = param(&mut args, Arg::Float(h.relevance));
+                let position = param(&mut args, Arg::Int(position as i64));
+                format!("({key}, {relevance}, {position})")
             })
             .collect();
         sql.push_str(&format!(
-            "WITH hits (hit_key, relevance, tier) AS (VALUES {}) ",
+            "WITH hits (hit_key, relevance, position) AS (VALUES {}) ",
             rows.join(", ")
         ));
     }
@@ -461,7 +464,7 @@ async fn recall_page<D: Dialect>(
         ));
     }
     let order = if hits.is_some() {
-        "h.tier DESC, relevance DESC, m.updated_at DESC, m.memory_id DESC"
+        "h.position, m.updated_at DESC, m.memory_id DESC"
     } else {
         "m.updated_at DESC, m.memory_id DESC"
     };
@@ -470,10 +473,10 @@ async fn recall_page<D: Dialect>(
     let stmt = args
         .into_iter()
         .fold(Stmt::new(sql), |stmt, arg| stmt.bind_arg(arg));
-    let lanes: std::collections::HashMap<&str, Lanes> = hits
+    let lanes: std::collections::HashMap<&str, (Lanes, bool)> = hits
         .into_iter()
         .flatten()
-        .map(|h| (h.key.as_str(), h.lanes))
+        .map(|h| (h.key.as_str(), (h.lanes, h.every_word)))
         .collect();
     let mut s = store.read().await?;
     s.all(stmt)
@@ -481,11 +484,13 @@ async fn recall_page<D: Dialect>(
         .iter()
         .map(|r| {
             let memory = memory(r)?;
+            let (matched, every_word) = lanes
+                .get(memory.memory_id.as_str())
+                .copied()
+                .unwrap_or_default();
             Ok(MemoryHit {
-                matched: lanes
-                    .get(memory.memory_id.as_str())
-                    .copied()
-                    .unwrap_or_default(),
+                matched,
+                every_word,
                 score: crate::search::score(false, r.float("relevance")?),
                 memory,
             })

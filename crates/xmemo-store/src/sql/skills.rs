@@ -894,9 +894,16 @@ pub async fn search<D: Dialect>(
             query.semantic.as_ref(),
         )
         .await?;
-    let ranked: std::collections::HashMap<&str, (f64, bool, Lanes)> = hits
+    // A hit's position is its rank (tiers, then BM25 or the fused score).
+    let ranked: std::collections::HashMap<&str, (usize, f64, bool, Lanes)> = hits
         .iter()
-        .map(|h| (h.key.as_str(), (h.score, h.all_words, h.lanes)))
+        .enumerate()
+        .map(|(position, h)| {
+            (
+                h.key.as_str(),
+                (position, h.relevance, h.every_word, h.lanes),
+            )
+        })
         .collect();
     let exact = crate::search::exact_key(&query.text);
     let ids: Vec<String> = hits.iter().map(|h| h.key.clone()).collect();
@@ -932,40 +939,40 @@ pub async fn search<D: Dialect>(
         .bind_all(&ids)
         .bind_all(&query.workspace_ids);
     let mut s = store.read().await?;
-    let mut found: Vec<(bool, bool, Descriptor)> =
-        s.all(stmt)
-            .await?
-            .iter()
-            .map(|r| {
-                let skill_id = r.text("skill_id")?;
-                let exact = r.flag("exact")?;
-                let (relevance, all_words, lanes) = ranked
-                    .get(skill_id.as_str())
-                    .copied()
-                    .unwrap_or((0.0, false, Lanes::default()));
-                Ok((
-                    exact,
-                    all_words,
-                    Descriptor {
-                        slug: r.text("slug")?,
-                        name: r.text("name")?,
-                        description: r.text("description")?,
-                        workspace_id: r.text("workspace_id")?,
-                        score: crate::search::score(exact, relevance),
-                        matched: Lanes {
-                            text: lanes.text || exact,
-                            meaning: lanes.meaning,
-                        },
-                        skill_id,
+    let mut found: Vec<(bool, usize, Descriptor)> = s
+        .all(stmt)
+        .await?
+        .iter()
+        .map(|r| {
+            let skill_id = r.text("skill_id")?;
+            let exact = r.flag("exact")?;
+            let (position, relevance, every_word, lanes) = ranked
+                .get(skill_id.as_str())
+                .copied()
+                .unwrap_or((usize::MAX, 0.0, false, Lanes::default()));
+            Ok((
+                exact,
+                position,
+                Descriptor {
+                    slug: r.text("slug")?,
+                    name: r.text("name")?,
+                    description: r.text("description")?,
+                    workspace_id: r.text("workspace_id")?,
+                    score: crate::search::score(exact, relevance),
+                    matched: Lanes {
+                        text: lanes.text || exact,
+                        meaning: lanes.meaning,
                     },
-                ))
-            })
-            .collect::<StoreResult<_>>()?;
-    // Exact slug or name first, then rows holding every word, then relevance, then slug.
+                    every_word: every_word || exact,
+                    skill_id,
+                },
+            ))
+        })
+        .collect::<StoreResult<_>>()?;
+    // Exact slug or name first, then the ranking's order, then slug.
     found.sort_by(|a, b| {
         b.0.cmp(&a.0)
-            .then(b.1.cmp(&a.1))
-            .then(b.2.score.total_cmp(&a.2.score))
+            .then(a.1.cmp(&b.1))
             .then(a.2.slug.cmp(&b.2.slug))
     });
     found.truncate(limit);

@@ -54,7 +54,7 @@ impl<D: Dialect> SqlStore<D> {
             &nearest,
             |key| index.similarity(kind as u8, key, &query),
             semantic.text_weight,
-            semantic.min_similarity,
+            semantic.method,
             k,
         ))
     }
