@@ -20,9 +20,9 @@ use xmemo_core::limits::{SCORE_MAX, SCORE_MIN};
 use xmemo_embed::{EmbedError, Embedder, Purpose};
 use xmemo_store::{EmbeddedRow, FusionMethod, Semantic};
 
-/// Weight of full text in the fused score by default: the convex combination measured best
-/// (docs/decisions.md).
-pub const DEFAULT_TEXT_WEIGHT: f64 = 0.5;
+/// Weight of full text in the fused score by default: the best of 0.3 to 0.8 on the
+/// conversation benchmark with the recommended model (docs/decisions.md, "Semantic recall").
+pub const DEFAULT_TEXT_WEIGHT: f64 = 0.7;
 /// A query's embedding takes at most this long (one try) before the recall goes on without
 /// it; the probe must answer within it too before queries ask the model again.
 pub const QUERY_TIMEOUT: Duration = Duration::from_secs(2);
