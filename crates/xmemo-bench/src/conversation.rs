@@ -150,7 +150,11 @@ impl Recall {
 
 /// The semantic lane's gauges (`xmemo_semantic_pending`, `xmemo_semantic_vectors`), or
 /// `None` when the lane is off.
-async fn lane_gauges(http: &reqwest::Client, base: &str, key: &str) -> Result<Option<(f64, f64)>> {
+pub async fn lane_gauges(
+    http: &reqwest::Client,
+    base: &str,
+    key: &str,
+) -> Result<Option<(f64, f64)>> {
     let metrics = crate::load::metrics(http, base, key).await?;
     let gauge = |name| crate::load::gauge(&metrics, name);
     Ok(gauge("xmemo_semantic_pending").zip(gauge("xmemo_semantic_vectors")))
@@ -159,7 +163,7 @@ async fn lane_gauges(http: &reqwest::Client, base: &str, key: &str) -> Result<Op
 /// With the semantic lane on (the server was started with `XMEMO_EMBEDDING_MODEL` or
 /// `XMEMO_EMBEDDINGS_URL` in the bench's environment), waits until its worker has embedded
 /// the `vectors` rows expected, so the questions meet them; with the lane off, returns at once.
-async fn embedded(http: &reqwest::Client, base: &str, key: &str, vectors: f64) -> Result<()> {
+pub async fn embedded(http: &reqwest::Client, base: &str, key: &str, vectors: f64) -> Result<()> {
     let deadline = Instant::now() + std::time::Duration::from_secs(1800);
     while let Some((pending, stored)) = lane_gauges(http, base, key).await? {
         if pending == 0.0 && stored >= vectors {

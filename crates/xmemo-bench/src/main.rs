@@ -8,6 +8,7 @@ mod console;
 mod conversation;
 mod corpus;
 mod embed_endpoint;
+mod embedder_speed;
 mod load;
 mod mcp;
 mod measure;
@@ -349,7 +350,39 @@ async fn run_memories(args: &Args, sizes: &[usize], srv: &Server) -> Result<()> 
     let duration = Duration::from_secs(args.duration_secs.max(1));
     let throughput_clients = args.clients.iter().copied().max().unwrap_or(32);
     let mut rows = Vec::new();
+    // With a semantic lane from a model folder: the embedder alone first, on the corpus's own
+    // texts (the largest size's first 10,000 memories) and 1,000 of its queries.
+    if let Some(dir) = std::env::var("XMEMO_EMBEDDING_MODEL")
+        .ok()
+        .filter(|d| Path::new(d).is_dir())
+    {
+        let top = sizes.iter().copied().max().unwrap_or(0).clamp(1, 10_000);
+        let texts: Vec<String> = (0..top)
+            .map(|i| {
+                corpus.memory(i)["content"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string()
+            })
+            .collect();
+        let mut rng = Rng::new(args.corpus_seed);
+        let queries: Vec<String> = (0..1000)
+            .map(|i| corpus.query(i % top, memories::QueryKind::Noisy, &mut rng))
+            .collect();
+        let speed = embedder_speed::measure(&dir, &texts, &queries).await?;
+        rows.push(format!(
+            "embedder {} in process: {:.0} texts/s ({} memory texts, batches of 64; target >= 300)  |  one query p50 {:.2} ms p99 {:.2} ms (target p50 <= 3 ms)",
+            speed.model,
+            speed.texts_per_s,
+            texts.len(),
+            speed.query.p50_us as f64 / 1000.0,
+            speed.query.p99_us as f64 / 1000.0,
+        ));
+        eprintln!("{}", rows[rows.len() - 1]);
+    }
+    let http = load::client()?;
     for &n in sizes {
+        let seeding = std::time::Instant::now();
         eprintln!(
             "xmemo-bench: remembering {count}..{n} with {} clients",
             args.seed_concurrency
@@ -370,7 +403,25 @@ async fn run_memories(args: &Args, sizes: &[usize], srv: &Server) -> Result<()> 
             took.as_secs_f64(),
             (n - count) as f64 / took.as_secs_f64().max(1e-9)
         );
+        let saves_per_s = (n - count) as f64 / took.as_secs_f64().max(1e-9);
         count = n;
+        // With the lane on, its worker embedded while the saves went on: wait for the rest,
+        // then the server's memory with every vector held.
+        if conversation::lane_gauges(&http, &srv.base_url, &srv.admin_key)
+            .await?
+            .is_some()
+        {
+            conversation::embedded(&http, &srv.base_url, &srv.admin_key, n as f64).await?;
+            let all = seeding.elapsed();
+            let line = format!(
+                "N={n:>7}  lane on: {saves_per_s:.0} saves/s while the worker embeds (target >= 1,000); every row embedded {:.1} s after the first save, {:.1} s after the last; server RSS {:.0} MiB with {n} vectors (target <= 200 MiB at 10k)",
+                all.as_secs_f64(),
+                (all - took).as_secs_f64(),
+                srv.memory().rss_kib as f64 / 1024.0,
+            );
+            eprintln!("{line}");
+            rows.push(line);
+        }
         let (quality, sequential) = memories::quality_and_latency(
             &srv.base_url,
             &srv.admin_key,
