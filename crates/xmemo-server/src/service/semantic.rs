@@ -44,6 +44,10 @@ const WORK_BATCH: usize = 64;
 const LEASE: Duration = Duration::from_secs(60);
 /// Pause of an idle worker before it looks at the log again.
 const IDLE: Duration = Duration::from_millis(500);
+/// How often a busy worker reads the lane's lag for `/metrics` (counting the vectors is
+/// linear in their number: read every round, it cost a third of the saves' rate at 100k
+/// memories, docs/benchmarks.md).
+const LAG_EVERY: Duration = Duration::from_secs(1);
 
 /// Whether queries ask the model (a circuit breaker: a failure opens it, only a probe that
 /// answers in time closes it).
@@ -70,6 +74,8 @@ pub struct SemanticLane {
     embedded: AtomicU64,
     failures: AtomicU64,
     lexical_only: AtomicU64,
+    /// When the worker last read the lag.
+    lag_read: Mutex<Option<Instant>>,
 }
 
 /// What the public `/readyz` says of the lane: whether queries use it, and why not, in words
@@ -108,11 +114,22 @@ impl SemanticLane {
             embedded: AtomicU64::new(0),
             failures: AtomicU64::new(0),
             lexical_only: AtomicU64::new(0),
+            lag_read: Mutex::new(None),
         }
     }
 
     fn health(&self) -> std::sync::MutexGuard<'_, Health> {
         self.health.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether the worker should read the lag now ([`LAG_EVERY`]), noting that it does.
+    fn lag_due(&self) -> bool {
+        let mut read = self.lag_read.lock().unwrap_or_else(|p| p.into_inner());
+        if read.is_some_and(|at| at.elapsed() < LAG_EVERY) {
+            return false;
+        }
+        *read = Some(Instant::now());
+        true
     }
 
     fn is_degraded(&self) -> bool {
@@ -391,7 +408,9 @@ impl Service {
     async fn embed_round(&self, lane: &SemanticLane, owner: &str) -> Result<bool, Duration> {
         let model = lane.embedder.model_id();
         let store = self.store();
-        if let Ok(lag) = store.embedding_lag(model).await {
+        if lane.lag_due()
+            && let Ok(lag) = store.embedding_lag(model).await
+        {
             lane.pending.store(lag.pending, Ordering::Relaxed);
             lane.vectors.store(lag.vectors, Ordering::Relaxed);
             lane.backfilling
@@ -411,6 +430,11 @@ impl Service {
             }
         };
         if work.jobs.is_empty() && work.removed.is_empty() && work.next == work.from {
+            // Idle: the next round reads the lag, so the gauges settle on the final counts.
+            lane.lag_read
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .take();
             return Ok(false);
         }
         let hashes: Vec<String> = work.jobs.iter().map(|j| text_hash(&j.text)).collect();
