@@ -11,7 +11,7 @@
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 use xmemo_testkit::ServerProcess;
-use xmemo_testkit::embeddings::{Answer, FakeEmbeddings};
+use xmemo_testkit::embeddings::{Answer, FakeEmbeddings, wait_until_embedded};
 
 const BIN: &str = env!("CARGO_BIN_EXE_xmemo");
 const PASSWORD: &str = "s3cret-pw";
@@ -135,20 +135,7 @@ impl Lane {
 
     /// Waits until the lane is ok and holds `vectors` vectors.
     async fn wait_until_embedded(&self, vectors: f64) {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let (_, ready) = self.readyz().await;
-            if ready["semantic"]["state"] == "ok"
-                && self.metric("xmemo_semantic_vectors").await >= vectors
-            {
-                return;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the lane did not embed {vectors} rows: {ready}"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        wait_until_embedded(&self.http, &self.server.url, &self.key, vectors).await;
     }
 
     async fn wait_for_state(&self, state: &str) -> Value {

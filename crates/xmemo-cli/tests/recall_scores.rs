@@ -5,9 +5,8 @@
 //! lanes found it.
 
 use serde_json::{Value, json};
-use std::time::{Duration, Instant};
 use xmemo_testkit::ServerProcess;
-use xmemo_testkit::embeddings::{Answer, FakeEmbeddings};
+use xmemo_testkit::embeddings::{Answer, FakeEmbeddings, wait_until_embedded};
 
 const BIN: &str = env!("CARGO_BIN_EXE_xmemo");
 const DIMS: usize = 64;
@@ -139,41 +138,7 @@ impl Server {
 
     /// Waits until the lane is ok and every row has its vector.
     async fn wait_until_embedded(&self, rows: usize) {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let metrics = self
-                .http
-                .get(format!("{}/metrics", self.server.url))
-                .bearer_auth(&self.key)
-                .send()
-                .await
-                .expect("metrics")
-                .text()
-                .await
-                .expect("text");
-            let vectors = metrics
-                .lines()
-                .find_map(|l| {
-                    l.strip_prefix("xmemo_semantic_vectors ")?
-                        .parse::<f64>()
-                        .ok()
-                })
-                .unwrap_or(0.0);
-            let ready: Value = self
-                .http
-                .get(format!("{}/readyz", self.server.url))
-                .send()
-                .await
-                .expect("readyz")
-                .json()
-                .await
-                .expect("json");
-            if ready["semantic"]["state"] == "ok" && vectors >= rows as f64 {
-                return;
-            }
-            assert!(Instant::now() < deadline, "not embedded: {ready}");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        wait_until_embedded(&self.http, &self.server.url, &self.key, rows as f64).await;
     }
 }
 

@@ -290,6 +290,7 @@ conformance!(
     a_search_waits_briefly_for_the_first_build_then_is_told_to_come_back,
     stored_vectors_rank_until_their_text_changes_and_every_node_reuses_them,
     scores_run_from_0_to_1_and_mean_the_same_for_every_query_and_lane,
+    other_languages_words_and_compound_tails_are_found,
 );
 
 // ---------------------------------------------------------------------------------------------
@@ -3942,6 +3943,52 @@ mod semantic_cases {
             .filter(|h| h.score >= 0.15 || h.every_word)
             .map(|h| (h.memory.content, h.matched))
             .collect()
+    }
+
+    /// Issue #30, the multilingual cases: a French word typed without its accent finds its
+    /// row in a mostly English store; a German compound is found by its tail.
+    pub async fn other_languages_words_and_compound_tails_are_found(db: &TestDb) {
+        let store = db.store();
+        let alice = account(&store, "alice").await;
+        let ws = alice.personal_workspace_id.clone();
+        let who = actor(&alice.account_id);
+        for i in 0..40 {
+            remember(
+                &store,
+                new_memory(
+                    &ws,
+                    &who,
+                    memory_content(
+                        MemoryKind::Note,
+                        &format!("The nightly job {i} rotates the logs and checks the disks"),
+                    ),
+                ),
+            )
+            .await;
+        }
+        let rows = [
+            "Le déploiement du service se fait le mardi après la revue",
+            "Bei einer Zeitüberschreitung wird die Anfrage nach zehn Sekunden abgebrochen",
+            "Die Kundenumfrage läuft bis Ende März und wird danach ausgewertet",
+        ];
+        for content in rows {
+            remember(
+                &store,
+                new_memory(&ws, &who, memory_content(MemoryKind::Fact, content)),
+            )
+            .await;
+        }
+        for (query, expected) in [
+            ("deploiement", rows[0]),
+            ("Überschreitung", rows[1]),
+            ("Umfrage", rows[2]),
+        ] {
+            let mut q = memory_query(&[&ws]);
+            q.text = Some(query.into());
+            let found = store.recall_memories(&q).await.unwrap();
+            let contents: Vec<&str> = found.iter().map(|h| h.memory.content.as_str()).collect();
+            assert_eq!(contents, vec![expected], "{query}");
+        }
     }
 
     /// Issue #30, item 3: every score is 0 to 1 and comparable across queries, indexes and

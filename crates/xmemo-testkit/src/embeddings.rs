@@ -333,3 +333,41 @@ pub fn vector_of(text: &str, dims: usize) -> Vec<f32> {
     v[0] += 0.01;
     v
 }
+
+/// Waits (at most 30 s, else panics) until the semantic lane of the server at `base` is
+/// `ok` in `/readyz` and holds at least `vectors` vectors (`xmemo_semantic_vectors` in
+/// `/metrics`, read with the admin `key`).
+pub async fn wait_until_embedded(http: &reqwest::Client, base: &str, key: &str, vectors: f64) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let ready: serde_json::Value = match http.get(format!("{base}/readyz")).send().await {
+            Ok(r) => r.json().await.unwrap_or_default(),
+            Err(_) => serde_json::Value::Null,
+        };
+        let metrics = match http
+            .get(format!("{base}/metrics"))
+            .bearer_auth(key)
+            .send()
+            .await
+        {
+            Ok(r) => r.text().await.unwrap_or_default(),
+            Err(_) => String::new(),
+        };
+        let held = metrics
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix("xmemo_semantic_vectors ")?
+                    .parse::<f64>()
+                    .ok()
+            })
+            .unwrap_or(0.0);
+        if ready["semantic"]["state"] == "ok" && held >= vectors {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the lane did not embed {vectors} rows (holds {held}): {ready}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

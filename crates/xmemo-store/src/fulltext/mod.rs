@@ -72,6 +72,29 @@ fn reversed(word: &str) -> String {
     word.chars().rev().collect()
 }
 
+/// Adds the ids of `words` starting with `start` (itself too when `inclusive`), in order,
+/// until `ids` holds [`PREFIX_EXPANSIONS`].
+fn starting_with(
+    words: &BTreeMap<Box<str>, u32>,
+    start: &str,
+    inclusive: bool,
+    ids: &mut Vec<u32>,
+) {
+    let from = if inclusive {
+        std::ops::Bound::Included(start)
+    } else {
+        std::ops::Bound::Excluded(start)
+    };
+    for (word, id) in words.range::<str, _>((from, std::ops::Bound::Unbounded)) {
+        if !word.starts_with(start) || ids.len() >= PREFIX_EXPANSIONS {
+            break;
+        }
+        if !ids.contains(id) {
+            ids.push(*id);
+        }
+    }
+}
+
 /// The fields of an index's rows, in the order [`Index::upsert`] takes them.
 #[derive(Debug)]
 pub struct Schema {
@@ -608,17 +631,7 @@ impl Index {
             }
             if let Some(word) = &term.prefix {
                 for start in term.variants.iter().chain([word]) {
-                    for (indexed, id) in self.dict.range::<str, _>((
-                        std::ops::Bound::Included(start.as_str()),
-                        std::ops::Bound::Unbounded,
-                    )) {
-                        if !indexed.starts_with(start.as_str()) || ids.len() >= PREFIX_EXPANSIONS {
-                            break;
-                        }
-                        if !ids.contains(id) {
-                            ids.push(*id);
-                        }
-                    }
+                    starting_with(&self.dict, start, true, &mut ids);
                 }
             }
             let name = term.variants.first().cloned().unwrap_or_default();
@@ -663,18 +676,8 @@ impl Index {
             if stem.chars().count() < TAIL_MIN_CHARS {
                 continue;
             }
-            let tail = reversed(stem);
-            for (indexed, id) in self.tails.range::<str, _>((
-                std::ops::Bound::Excluded(tail.as_str()),
-                std::ops::Bound::Unbounded,
-            )) {
-                if !indexed.starts_with(tail.as_str()) || ids.len() >= PREFIX_EXPANSIONS {
-                    break;
-                }
-                if !ids.contains(id) {
-                    ids.push(*id);
-                }
-            }
+            // The word itself is no compound of it: the bound is excluded.
+            starting_with(&self.tails, &reversed(stem), false, ids);
         }
     }
 
