@@ -121,6 +121,7 @@ fn openapi_expectations() -> Vec<Expect> {
         ("/components/schemas/LogicalPath", logical_path()),
         ("/components/parameters/ResourcePath/schema", logical_path()),
         ("/components/parameters/Query/schema", text(QUERY_MAX_CHARS)),
+        ("/components/parameters/MinScore/schema", score()),
         // `GET /skills?limit=`: a page size without `query`, a result count with it (the
         // service refuses more than SEARCH_LIMIT_MAX then, which the description says).
         (
