@@ -421,6 +421,13 @@ async fn run_memories(args: &Args, sizes: &[usize], srv: &Server) -> Result<()> 
             );
             eprintln!("{line}");
             rows.push(line);
+        } else {
+            let line = format!(
+                "N={n:>7}  text lane: {saves_per_s:.0} saves/s; server RSS {:.0} MiB",
+                srv.memory().rss_kib as f64 / 1024.0,
+            );
+            eprintln!("{line}");
+            rows.push(line);
         }
         let (quality, sequential) = memories::quality_and_latency(
             &srv.base_url,
