@@ -217,6 +217,7 @@ async fn min_score_means_the_same_with_the_lane_on_or_off_and_keeps_exact_matche
                     .await;
                 assert_eq!(status, 422, "{path} min_score={bad}: {body}");
                 assert_eq!(body["error"]["code"], "VALIDATION_ERROR", "{body}");
+                assert_eq!(body["error"]["details"]["field"], "min_score", "{body}");
             }
         }
     }
