@@ -4,7 +4,6 @@
 
 mod background;
 pub mod error;
-pub mod fulltext;
 pub mod migrate;
 pub mod model;
 pub mod postgres;
@@ -13,7 +12,6 @@ pub mod signin;
 pub mod snapshot;
 pub mod sql;
 pub mod sqlite;
-pub mod vectors;
 
 use async_trait::async_trait;
 pub use error::{LimitReached, StoreError};

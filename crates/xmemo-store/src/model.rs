@@ -373,7 +373,7 @@ pub struct Semantic {
     /// Unit length.
     pub vector: Vec<f32>,
     /// Weight of the lexical lane in the fused score (0 to 1; the semantic lane has the
-    /// rest), each lane on its public 0 to 1 scale (`crate::vectors::fuse`).
+    /// rest), each lane on its public 0 to 1 scale (`crate::search::vectors::fuse`).
     pub text_weight: f64,
     /// How the lanes' candidates are ranked together.
     pub method: FusionMethod,
@@ -478,7 +478,7 @@ pub struct EmbeddedRow {
 }
 
 /// Who kept this node's search indexes current, in rows applied from the full-text log
-/// (`sql/fulltext.rs`): writers apply their own writes, the follower other nodes', and a
+/// (`search/follow.rs`): writers apply their own writes, the follower other nodes', and a
 /// query only what neither had applied yet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct SearchStats {

@@ -291,6 +291,7 @@ conformance!(
     stored_vectors_rank_until_their_text_changes_and_every_node_reuses_them,
     scores_run_from_0_to_1_and_mean_the_same_for_every_query_and_lane,
     other_languages_words_and_compound_tails_are_found,
+    recall_filters_apply_inside_both_lanes,
 );
 
 // ---------------------------------------------------------------------------------------------
@@ -3943,6 +3944,126 @@ mod semantic_cases {
             .filter(|h| h.score >= 0.15 || h.every_word)
             .map(|h| (h.memory.content, h.matched))
             .collect()
+    }
+
+    /// Issue #30, item 4: a recall's filters are applied inside both lanes while they rank.
+    /// The one memory of a project is found under 120 of another project that match the
+    /// query better in words and in meaning, in as many statements as a recall without a
+    /// filter (no second ranking with more candidates); a memory forgotten since it was
+    /// indexed is left out by the ranking itself.
+    pub async fn recall_filters_apply_inside_both_lanes(db: &TestDb) {
+        let store = db.store();
+        let alice = account(&store, "alice").await;
+        let ws = alice.personal_workspace_id.clone();
+        let who = actor(&alice.account_id);
+        let in_project = |project: &str, title: Option<&str>, text: &str| {
+            let mut c = memory_content(MemoryKind::Fact, text);
+            c.project = Some(project.into());
+            c.title = title.map(str::to_string);
+            new_memory(&ws, &who, c)
+        };
+        for i in 0..120 {
+            remember(
+                &store,
+                in_project(
+                    "fleet",
+                    Some("harbour pilot"),
+                    &format!("harbour pilot {i} boards the ship"),
+                ),
+            )
+            .await;
+        }
+        let strong = remember(
+            &store,
+            in_project("port", Some("harbour pilot"), "harbour pilot retired"),
+        )
+        .await
+        .memory;
+        let weak = remember(
+            &store,
+            in_project(
+                "port",
+                None,
+                "The harbour pilot boards at dawn; ask the office about tides, berths and tugs",
+            ),
+        )
+        .await
+        .memory;
+        let recall = |project: Option<&str>, limit: u32| {
+            let mut q = memory_query(&[&ws]);
+            q.text = Some("harbour pilot".into());
+            q.project = project.map(str::to_string);
+            q.limit = limit;
+            q
+        };
+        let ids = |hits: Vec<MemoryHit>| -> Vec<String> {
+            hits.into_iter().map(|h| h.memory.memory_id).collect()
+        };
+        // Warm: the first query may build the index.
+        store.recall_memories(&recall(None, 1)).await.unwrap();
+        let before = store.statements_run();
+        let unfiltered = store.recall_memories(&recall(None, 1)).await.unwrap();
+        let plain = store.statements_run() - before;
+        assert_eq!(unfiltered.len(), 1);
+        let before = store.statements_run();
+        let found = store
+            .recall_memories(&recall(Some("port"), 1))
+            .await
+            .unwrap();
+        assert_eq!(
+            store.statements_run() - before,
+            plain,
+            "a filtered recall runs as many statements as an unfiltered one"
+        );
+        assert_eq!(ids(found), vec![strong.memory_id.clone()]);
+
+        // Forgotten since it was indexed: the next in the project takes its place.
+        store
+            .set_memory_status(MemoryStatusChange {
+                memory_id: strong.memory_id.clone(),
+                from: xmemo_core::MemoryStatus::Active,
+                to: xmemo_core::MemoryStatus::Forgotten,
+                reason: None,
+                audit: AuditDraft::new("memory.forget", &who).workspace(&ws),
+            })
+            .await
+            .unwrap();
+        assert_eq!(
+            ids(store
+                .recall_memories(&recall(Some("port"), 1))
+                .await
+                .unwrap()),
+            vec![weak.memory_id.clone()]
+        );
+        let mut with_forgotten = recall(Some("port"), 5);
+        with_forgotten.include_forgotten = true;
+        assert_eq!(
+            store.recall_memories(&with_forgotten).await.unwrap().len(),
+            2
+        );
+
+        // The meaning lane: the query's words are in no memory, its meaning is nearer to the
+        // fleet's 120 than to the port's: the port's memory still comes, and nothing else.
+        embed_all(&store, "fake-words", "node-a").await;
+        let mut q = recall(Some("port"), 3);
+        q.text = Some("vessel navigator".into());
+        q.semantic = Some(Semantic {
+            model: "fake-words".into(),
+            vector: unit("harbour pilot boards the ship"),
+            text_weight: 0.5,
+            method: FusionMethod::Weighted,
+        });
+        let hits = store.recall_memories(&q).await.unwrap();
+        assert_eq!(ids(hits.clone()), vec![weak.memory_id.clone()], "{hits:?}");
+        assert!(hits[0].matched.meaning && !hits[0].matched.text);
+        q.project = None;
+        let anywhere = store.recall_memories(&q).await.unwrap();
+        assert!(
+            anywhere
+                .iter()
+                .all(|h| h.memory.project.as_deref() == Some("fleet")),
+            "without the filter the fleet's nearer meanings come first: {anywhere:?}"
+        );
     }
 
     /// Issue #30, the multilingual cases: a French word typed without its accent finds its

@@ -645,7 +645,7 @@ pub async fn delete_account<D: Dialect>(
         .iter()
         .map(|r| r.text("content_hash"))
         .collect::<StoreResult<_>>()?;
-    super::fulltext::log_workspace(&mut s, &ws).await?;
+    crate::search::follow::log_workspace(&mut s, &ws).await?;
     // The vectors of what goes are derived from it: they go with it (every model's).
     s.execute(Stmt::new("DELETE FROM embeddings WHERE workspace_id = $1").bind(&ws))
         .await?;

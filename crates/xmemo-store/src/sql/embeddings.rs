@@ -3,14 +3,14 @@
 //! of the rows older than the lane. One worker at a time holds a model's lease, so on several
 //! nodes sharing a database one node embeds each change.
 
-use super::fulltext::{FLOOR_SEQ, Kind, NEWEST_SEQ};
-use super::vectors::vector_code;
 use super::{Dialect, Record, Session, SqlStore, Stmt, in_list};
 use crate::StoreResult;
 use crate::model::{
     EmbeddedRow, EmbeddingJob, EmbeddingKind, EmbeddingLag, EmbeddingProgress, EmbeddingWork, now,
 };
-use crate::vectors::{quantize, to_bytes};
+use crate::search::follow::{FLOOR_SEQ, Kind, NEWEST_SEQ};
+use crate::search::stored_vectors::vector_code;
+use crate::search::vectors::{quantize, to_bytes};
 use std::collections::BTreeMap;
 
 fn kind_of(k: EmbeddingKind) -> Kind {
@@ -85,7 +85,7 @@ impl<D: Dialect> SqlStore<D> {
             None => {
                 // A new model: every row older than now is backfilled, then the log follows.
                 let newest = s
-                    .one(super::fulltext::newest_seq(), "log")
+                    .one(crate::search::follow::newest_seq(), "log")
                     .await?
                     .int("n")?;
                 s.execute(
@@ -406,7 +406,7 @@ impl<D: Dialect> SqlStore<D> {
             touched.entry(vector_code(k)).or_default().push(key.clone());
         }
         for (code, keys) in &touched {
-            super::fulltext::log_codes(&mut s, *code, keys).await?;
+            crate::search::follow::log_codes(&mut s, *code, keys).await?;
         }
         let (backfill_kind, backfill_key) = match &next.backfill {
             Some((kind, key)) => (kind_of(*kind) as i64, key.clone()),

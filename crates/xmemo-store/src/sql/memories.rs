@@ -16,7 +16,7 @@ fn tags_json(tags: &[String]) -> String {
     serde_json::Value::from(tags.to_vec()).to_string()
 }
 
-fn tags_from(r: &impl Record) -> StoreResult<Vec<String>> {
+pub(crate) fn tags_from(r: &impl Record) -> StoreResult<Vec<String>> {
     serde_json::from_str(&r.text("tags")?)
         .map_err(|e| StoreError::Internal(format!("memory tags are not a JSON list: {e}")))
 }
@@ -93,7 +93,7 @@ async fn reindex<D: Dialect>(s: &mut Session<D>, id: &str, tags: &[String]) -> S
         )
         .await?;
     }
-    super::fulltext::log_change(s, super::fulltext::Kind::Memories, id).await
+    crate::search::follow::log_change(s, crate::search::follow::Kind::Memories, id).await
 }
 
 pub(super) async fn insert_version<D: Dialect>(
@@ -327,6 +327,13 @@ pub async fn set_memory_status<D: Dialect>(
             ))),
         };
     }
+    // Its status and `updated_at` are filter fields the search index holds.
+    crate::search::follow::log_change(
+        &mut s,
+        crate::search::follow::Kind::Memories,
+        &change.memory_id,
+    )
+    .await?;
     audit::append(&mut s, &change.audit).await?;
     let memory = memory_in(&mut s, &change.memory_id)
         .await?
@@ -334,14 +341,6 @@ pub async fn set_memory_status<D: Dialect>(
     s.commit().await?;
     Ok(memory)
 }
-
-/// Ranked rows the full-text index is asked for beyond the rows wanted: the other filters of
-/// a recall (kind, project, tags, status, expiry, dates) are applied by the database
-/// afterwards, and every candidate is a row read; a recall whose filters leave too few asks
-/// again for more.
-const SPARE_CANDIDATES: usize = 8;
-/// The most ranked rows a recall with selective filters widens to.
-const MAX_CANDIDATES: usize = 4096;
 
 /// Ranked when the query has text (rows holding every word, then relevance, then most
 /// recent), else most recent first.
@@ -356,30 +355,39 @@ pub async fn recall_memories<D: Dialect>(
         return recall_page(store, q, None).await;
     };
     // Text without a searchable word matches nothing.
-    if crate::search::terms(text).is_empty() {
+    if crate::search::query::terms(text).is_empty() {
         return Ok(vec![]);
     }
-    let mut k = q.limit as usize + SPARE_CANDIDATES;
-    loop {
-        let hits = store
-            .ranked_with(
-                super::fulltext::Kind::Memories,
-                text,
-                &q.workspace_ids,
-                k,
-                q.semantic.as_ref(),
-            )
-            .await?;
-        if hits.is_empty() {
-            return Ok(vec![]);
-        }
-        let exhausted = hits.len() < k;
-        let found = recall_page(store, q, Some(&hits)).await?;
-        // The filters left fewer rows than asked for while the index may hold more: widen.
-        if found.len() >= q.limit as usize || exhausted || k >= MAX_CANDIDATES {
-            return Ok(found);
-        }
-        k = (k * 8).min(MAX_CANDIDATES);
+    // The search applies every filter while it ranks: its hits are the page.
+    let hits = store
+        .ranked(
+            crate::search::follow::Kind::Memories,
+            text,
+            &recall_scope(q),
+            q.limit as usize,
+            q.semantic.as_ref(),
+        )
+        .await?;
+    if hits.is_empty() {
+        return Ok(vec![]);
+    }
+    recall_page(store, q, Some(&hits)).await
+}
+
+/// The rows a recall may rank: its workspaces and filters.
+fn recall_scope(q: &MemoryQuery) -> crate::search::Scope {
+    crate::search::Scope {
+        workspaces: q.workspace_ids.clone(),
+        memories: Some(crate::search::MemoryFilter {
+            include_forgotten: q.include_forgotten,
+            now: q.now.clone(),
+            kind: q.kind.map(|k| k.as_str().to_string()),
+            project: q.project.clone(),
+            agent_instance_id: q.agent_instance_id.clone(),
+            since: q.since.clone(),
+            until: q.until.clone(),
+            tags: q.tags.clone(),
+        }),
     }
 }
 
@@ -387,7 +395,7 @@ pub async fn recall_memories<D: Dialect>(
 async fn recall_page<D: Dialect>(
     store: &SqlStore<D>,
     q: &MemoryQuery,
-    hits: Option<&[crate::fulltext::Hit]>,
+    hits: Option<&[crate::search::lexical::Hit]>,
 ) -> StoreResult<Vec<MemoryHit>> {
     let mut args: Vec<Arg<'static>> = Vec::new();
     // Appends a value and returns its placeholder.
@@ -491,7 +499,7 @@ async fn recall_page<D: Dialect>(
             Ok(MemoryHit {
                 matched,
                 every_word,
-                score: crate::search::score(false, r.float("relevance")?),
+                score: crate::search::query::score(false, r.float("relevance")?),
                 memory,
             })
         })

@@ -8,10 +8,9 @@ mod audit;
 pub mod cache;
 pub(crate) mod driver;
 mod embeddings;
-mod fulltext;
 mod group;
 mod invitations;
-mod memories;
+pub(crate) mod memories;
 mod migrations;
 mod oauth;
 mod page;
@@ -21,7 +20,6 @@ mod skills;
 mod snapshot;
 mod store;
 mod usage;
-mod vectors;
 
 pub use driver::{Driver, Record, Stmt};
 pub(crate) use driver::{in_list, to_i64};
@@ -75,7 +73,7 @@ pub struct Session<D: Dialect> {
     /// chain's lock until it ends, so the next append links to it without locking or reading
     /// again. Forgotten when a savepoint rolls back (the entry may be gone).
     audit_head: Option<(i64, String)>,
-    /// The `fulltext_log` numbers this transaction appended (see `fulltext.rs`).
+    /// The `fulltext_log` numbers this transaction appended (see `search/follow.rs`).
     pub(crate) logged_search: Vec<i64>,
     /// The store of a write transaction: its commit applies the search log on this node
     /// before the write answers (`SqlStore::apply_own_writes`).
@@ -179,7 +177,7 @@ pub struct SqlStore<D: Dialect> {
     statements: Arc<AtomicU64>,
     saves: Arc<group::SaveGroup>,
     cache: Arc<cache::AuthCache>,
-    fulltext: Arc<fulltext::Fulltext>,
+    pub(crate) fulltext: Arc<crate::search::follow::Fulltext>,
     dialect: PhantomData<D>,
 }
 
@@ -213,7 +211,7 @@ impl<D: Dialect> SqlStore<D> {
             statements: Arc::new(AtomicU64::new(0)),
             saves: Arc::new(group::SaveGroup::default()),
             cache: Arc::new(cache::AuthCache::new(cache::AUTH_CACHE_TTL)),
-            fulltext: Arc::new(fulltext::Fulltext::default()),
+            fulltext: Arc::new(crate::search::follow::Fulltext::default()),
             dialect: PhantomData,
         }
     }

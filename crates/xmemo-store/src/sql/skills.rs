@@ -525,7 +525,7 @@ impl SearchRows {
 
     /// Logs the changes.
     pub async fn write<D: Dialect>(self, s: &mut Session<D>) -> StoreResult<()> {
-        super::fulltext::log_changes(s, super::fulltext::Kind::Skills, &self.0).await
+        crate::search::follow::log_changes(s, crate::search::follow::Kind::Skills, &self.0).await
     }
 }
 
@@ -874,22 +874,22 @@ pub async fn set_asset_status<D: Dialect>(
 /// Records that the skill's Level 0 row (its published revision, while it is active) may
 /// have changed, for every node's full-text index.
 pub async fn refresh_search_row<D: Dialect>(s: &mut Session<D>, skill_id: &str) -> StoreResult<()> {
-    super::fulltext::log_change(s, super::fulltext::Kind::Skills, skill_id).await
+    crate::search::follow::log_change(s, crate::search::follow::Kind::Skills, skill_id).await
 }
 
 pub async fn search<D: Dialect>(
     store: &SqlStore<D>,
     query: &SearchQuery,
 ) -> StoreResult<Vec<Descriptor>> {
-    if query.workspace_ids.is_empty() || crate::search::terms(&query.text).is_empty() {
+    if query.workspace_ids.is_empty() || crate::search::query::terms(&query.text).is_empty() {
         return Ok(vec![]);
     }
     let limit = query.limit as usize;
     let hits = store
-        .ranked_with(
-            super::fulltext::Kind::Skills,
+        .ranked(
+            crate::search::follow::Kind::Skills,
             &query.text,
-            &query.workspace_ids,
+            &crate::search::Scope::workspaces(&query.workspace_ids),
             limit,
             query.semantic.as_ref(),
         )
@@ -905,7 +905,7 @@ pub async fn search<D: Dialect>(
             )
         })
         .collect();
-    let exact = crate::search::exact_key(&query.text);
+    let exact = crate::search::query::exact_key(&query.text);
     let ids: Vec<String> = hits.iter().map(|h| h.key.clone()).collect();
     // The ranked rows and the exact slug or name matches (by index), read in one statement.
     // CROSS JOIN keeps the few keys as SQLite's outer loop: its planner (3.51) otherwise walks
@@ -958,7 +958,7 @@ pub async fn search<D: Dialect>(
                     name: r.text("name")?,
                     description: r.text("description")?,
                     workspace_id: r.text("workspace_id")?,
-                    score: crate::search::score(exact, relevance),
+                    score: crate::search::query::score(exact, relevance),
                     matched: Lanes {
                         text: lanes.text || exact,
                         meaning: lanes.meaning,

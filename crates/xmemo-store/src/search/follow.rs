@@ -1,4 +1,4 @@
-//! Keeps this node's in-memory full-text indexes ([`crate::fulltext`]) in step with the
+//! Keeps this node's in-memory full-text indexes ([`super::lexical`]) in step with the
 //! database, for every backend and any number of nodes or processes on one database.
 //!
 //! Every write that changes a skill's Level 0 row or a memory's text appends `(kind, key)` to
@@ -32,9 +32,10 @@
 //! node that had applied less than it finds out at its next catch-up, and its follower
 //! rebuilds its indexes from the tables (what it does at start anyway).
 
-use super::{Dialect, Record, Session, SqlStore, Stmt, in_list};
-use crate::fulltext::{Analyzed, Hit, Index, MEMORIES, SKILLS, Schema};
-use crate::vectors::VectorIndex;
+use super::lexical::{Analyzed, Index, MEMORIES, SKILLS, Schema};
+use super::scope::Facets;
+use super::vectors::VectorIndex;
+use crate::sql::{Dialect, Record, Session, SqlStore, Stmt, in_list};
 use crate::{LogPrune, StoreError, StoreResult};
 use parking_lot::{
     RwLock as FairRwLock, RwLockReadGuard as FairReadGuard, RwLockWriteGuard as FairWriteGuard,
@@ -88,7 +89,8 @@ const SKILL_ROWS: &str = "SELECT s.skill_id AS key, s.workspace_id, s.slug, r.na
      FROM skills s JOIN revisions r ON r.skill_id = s.skill_id AND r.status = 'published'
      WHERE s.asset_status = 'active'";
 const MEMORY_ROWS: &str =
-    "SELECT m.memory_id AS key, m.workspace_id, COALESCE(m.title, '') AS title, m.content, m.tags
+    "SELECT m.memory_id AS key, m.workspace_id, COALESCE(m.title, '') AS title, m.content, m.tags,
+            m.status, m.kind, m.project, m.agent_instance_id, m.expires_at, m.updated_at
      FROM memories m WHERE 1 = 1";
 
 impl Kind {
@@ -147,13 +149,13 @@ pub(crate) struct Fulltext {
     own_pending: Mutex<BTreeSet<i64>>,
 }
 
-struct Indexes {
+pub(super) struct Indexes {
     skills: Index,
     memories: Index,
 }
 
 impl Indexes {
-    fn get(&self, kind: Kind) -> &Index {
+    pub(super) fn get(&self, kind: Kind) -> &Index {
         match kind {
             Kind::Skills => &self.skills,
             Kind::Memories => &self.memories,
@@ -187,7 +189,7 @@ impl Default for Fulltext {
 
 impl Fulltext {
     // No poisoning: a panic while writing leaves at worst a row missing until its next change.
-    fn read(&self) -> FairReadGuard<'_, Indexes> {
+    pub(super) fn read(&self) -> FairReadGuard<'_, Indexes> {
         self.indexes.read()
     }
     fn write(&self) -> FairWriteGuard<'_, Indexes> {
@@ -304,7 +306,7 @@ pub(crate) async fn log_codes<D: Dialect>(
 /// that sees them committed must find them marked, or it would apply them itself (see
 /// [`Fulltext::own_pending`]). The commit then applies them; a transaction that does not
 /// commit leaves numbers no entry has, which the next catch-up past them forgets.
-fn note_logged<D: Dialect>(s: &mut Session<D>, rows: &[super::Row<D>]) -> StoreResult<()> {
+fn note_logged<D: Dialect>(s: &mut Session<D>, rows: &[crate::sql::Row<D>]) -> StoreResult<()> {
     let seqs = rows
         .iter()
         .map(|r| r.int("seq"))
@@ -355,52 +357,71 @@ const FIRST_BUILD_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 /// Texts of a page of rows above which their analysis leaves the async worker.
 const ANALYSE_INLINE_BYTES: usize = 8 * 1024;
 
-/// A row read for the index: `(key, workspace, fields…)`.
-type RowText = (String, String, [String; 3]);
+/// A row read for the index.
+struct RowText {
+    key: String,
+    workspace: String,
+    /// In the order of the kind's schema.
+    fields: [String; 3],
+    /// A memory's filter fields.
+    facets: Option<Facets>,
+}
+
+impl RowText {
+    fn analysed(&self, kind: Kind) -> Analyzed {
+        let [a, b, c] = &self.fields;
+        let row = Analyzed::new(kind.schema(), &self.key, &self.workspace, &[a, b, c]);
+        match &self.facets {
+            Some(facets) => row.with_facets(facets.clone()),
+            None => row,
+        }
+    }
+}
 
 /// Analyses rows for `kind`'s index: on a blocking thread when there is much text, so a
 /// long memory never holds an async worker (and the requests queued on it).
 async fn analyse(kind: Kind, rows: Vec<RowText>) -> StoreResult<Vec<Analyzed>> {
     let bytes: usize = rows
         .iter()
-        .map(|(_, _, f)| f.iter().map(String::len).sum::<usize>())
+        .map(|r| r.fields.iter().map(String::len).sum::<usize>())
         .sum();
-    let work = move || {
-        rows.iter()
-            .map(|(key, ws, [a, b, c])| Analyzed::new(kind.schema(), key, ws, &[a, b, c]))
-            .collect::<Vec<_>>()
-    };
+    let work = move || rows.iter().map(|r| r.analysed(kind)).collect::<Vec<_>>();
     if bytes <= ANALYSE_INLINE_BYTES {
         return Ok(work());
     }
     crate::background::run(work).await
 }
 
-fn row_text<D: Dialect>(kind: Kind, row: &super::Row<D>) -> StoreResult<RowText> {
+fn row_text<D: Dialect>(kind: Kind, row: &crate::sql::Row<D>) -> StoreResult<RowText> {
     let [a, b, c] = kind.fields();
-    Ok((
-        row.text("key")?,
-        row.text("workspace_id")?,
-        [row.text(a)?, row.text(b)?, row.text(c)?],
-    ))
+    let facets = match kind {
+        Kind::Skills => None,
+        Kind::Memories => Some(Facets {
+            active: row.text("status")? == "active",
+            kind: row.text("kind")?,
+            project: row.text("project")?,
+            agent_instance_id: row.opt_text("agent_instance_id")?,
+            tags: crate::sql::memories::tags_from(row)?,
+            expires_at: row.opt_text("expires_at")?,
+            updated_at: row.text("updated_at")?,
+        }),
+    };
+    Ok(RowText {
+        key: row.text("key")?,
+        workspace: row.text("workspace_id")?,
+        fields: [row.text(a)?, row.text(b)?, row.text(c)?],
+        facets,
+    })
 }
 
 impl<D: Dialect> SqlStore<D> {
-    /// The `k` best rows of `kind` for `text` in `workspace_ids`, from an index that holds
-    /// every change this node's writes committed before this call and every change of other
-    /// nodes found in the log (see the module's head: a query never applies this node's
-    /// own pending writes, and never waits for their writers).
-    pub(crate) async fn ranked(
-        &self,
-        kind: Kind,
-        text: &str,
-        workspace_ids: &[String],
-        k: usize,
-    ) -> StoreResult<Vec<Hit>> {
+    /// Brings the indexes to where a query must find them: holding every change this
+    /// node's writes committed before this call and every change of other nodes found in the
+    /// log (see the module's head: a query never applies this node's own pending writes, and
+    /// never waits for their writers).
+    pub(super) async fn current_for_query(&self) -> StoreResult<()> {
         self.built_for_query().await?;
-        self.apply_others_writes().await?;
-        let workspaces: Vec<&str> = workspace_ids.iter().map(String::as_str).collect();
-        Ok(self.fulltext.read().get(kind).search(text, &workspaces, k))
+        self.apply_others_writes().await
     }
 
     /// Builds this node's indexes unless they are built (the server calls it at start; a
@@ -506,7 +527,7 @@ impl<D: Dialect> SqlStore<D> {
                     .map(|r| row_text::<D>(kind, r))
                     .collect::<StoreResult<Vec<_>>>()?;
                 if let Some(last) = texts.last() {
-                    after = last.0.clone();
+                    after = last.key.clone();
                 }
                 drop(rows);
                 // The previous page's analysis ran while this page was read.
@@ -712,10 +733,7 @@ async fn analyse_on_every_core(kind: Kind, mut texts: Vec<RowText>) -> StoreResu
         .into_iter()
         .map(|chunk| {
             crate::background::run(move || {
-                chunk
-                    .iter()
-                    .map(|(key, ws, [a, b, c])| Analyzed::new(kind.schema(), key, ws, &[a, b, c]))
-                    .collect::<Vec<_>>()
+                chunk.iter().map(|r| r.analysed(kind)).collect::<Vec<_>>()
             })
         })
         .collect();
@@ -765,7 +783,7 @@ impl<D: Dialect> SqlStore<D> {
                 return Ok(LogPrune {
                     pruned_through: floor,
                     deleted,
-                    kept: super::driver::to_u64(kept, "log size")?,
+                    kept: crate::sql::driver::to_u64(kept, "log size")?,
                 });
             }
             deleted += s
@@ -824,7 +842,13 @@ mod tests {
 
     async fn query(store: &SqlStore<Sqlite>) {
         store
-            .ranked(Kind::Memories, "anything", &[], 5)
+            .ranked(
+                Kind::Memories,
+                "anything",
+                &crate::search::Scope::default(),
+                5,
+                None,
+            )
             .await
             .unwrap();
     }

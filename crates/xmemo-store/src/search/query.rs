@@ -1,5 +1,5 @@
 //! Query handling shared by the backends' Level 0 search (the ranking itself is
-//! [`crate::fulltext`]).
+//! [`super::lexical`]).
 
 /// Keys compared for an exact match: the query as a slug, and the query as a lowercase name.
 pub struct ExactKey {
@@ -28,7 +28,7 @@ pub fn terms(query: &str) -> Vec<String> {
 }
 
 /// Public score, 0 to 1 (six decimals): an exact slug or name match is 1, other rows their
-/// calibrated relevance ([`crate::fulltext::Hit::relevance`]).
+/// calibrated relevance ([`super::lexical::Hit::relevance`]).
 pub fn score(exact: bool, relevance: f64) -> f64 {
     if exact {
         return 1.0;

@@ -1,5 +1,5 @@
-//! Keeps this node's vectors ([`crate::vectors::VectorIndex`]) in step with the `embeddings`
-//! table, and fuses the semantic lane into a ranked query.
+//! Keeps this node's vectors ([`super::vectors::VectorIndex`]) in step with the `embeddings`
+//! table.
 //!
 //! The vectors of the model a semantic query names are read on first use: those made from
 //! the row's current text (no newer change of the row in `fulltext_log`). The worker that
@@ -7,15 +7,11 @@
 //! node's next catch-up reads it; a change of a row's text makes its vector stale until then
 //! (the row is ranked by text alone meanwhile).
 
-use super::fulltext::{Kind, VECTOR_KIND_OFFSET};
-use super::{Dialect, Record, Session, SqlStore, Stmt, in_list};
+use super::follow::{Kind, VECTOR_KIND_OFFSET};
+use super::vectors::{Quantized, VectorIndex, from_bytes};
 use crate::StoreResult;
-use crate::fulltext::Hit;
-use crate::model::Semantic;
-use crate::vectors::{Quantized, VectorIndex, from_bytes, fuse, quantize};
+use crate::sql::{Dialect, Record, Session, SqlStore, Stmt, in_list};
 
-/// Candidates each lane brings to the fusion (at least; `2 × k` when more are asked for).
-const CANDIDATES: usize = 50;
 /// Vectors read per statement while loading.
 const LOAD_PAGE: i64 = 5_000;
 
@@ -24,43 +20,8 @@ const CURRENT: &str = "FROM embeddings e WHERE e.model = $1
      AND NOT EXISTS (SELECT 1 FROM fulltext_log l WHERE l.kind = e.kind AND l.key = e.key AND l.seq > e.seq)";
 
 impl<D: Dialect> SqlStore<D> {
-    /// The `k` best rows of `kind` for `text`: by full text, fused with the semantic lane when
-    /// the query carries its meaning.
-    pub(crate) async fn ranked_with(
-        &self,
-        kind: Kind,
-        text: &str,
-        workspace_ids: &[String],
-        k: usize,
-        semantic: Option<&Semantic>,
-    ) -> StoreResult<Vec<Hit>> {
-        let Some(semantic) = semantic else {
-            return self.ranked(kind, text, workspace_ids, k).await;
-        };
-        let n = (k * 2).max(CANDIDATES);
-        let lexical = self.ranked(kind, text, workspace_ids, n).await?;
-        self.load_vectors(&semantic.model).await?;
-        let query = quantize(&semantic.vector);
-        let workspaces: Vec<&str> = workspace_ids.iter().map(String::as_str).collect();
-        let guard = self.fulltext.vectors_read();
-        let Some(index) = guard.as_ref().filter(|i| i.model() == semantic.model) else {
-            let mut lexical = lexical;
-            lexical.truncate(k);
-            return Ok(lexical);
-        };
-        let nearest = index.nearest(kind as u8, &workspaces, &query, n);
-        Ok(fuse(
-            &lexical,
-            &nearest,
-            |key| index.similarity(kind as u8, key, &query),
-            semantic.text_weight,
-            semantic.method,
-            k,
-        ))
-    }
-
     /// Reads the current vectors of `model`, unless this node holds them already.
-    async fn load_vectors(&self, model: &str) -> StoreResult<()> {
+    pub(super) async fn load_vectors(&self, model: &str) -> StoreResult<()> {
         let loaded = |store: &Self| {
             store
                 .fulltext
@@ -158,7 +119,7 @@ impl<D: Dialect> SqlStore<D> {
 fn upsert_row<D: Dialect>(
     index: &mut VectorIndex,
     kind: Kind,
-    r: &super::Row<D>,
+    r: &crate::sql::Row<D>,
 ) -> StoreResult<()> {
     index.upsert(
         kind as u8,

@@ -24,9 +24,8 @@
 //! Removed rows leave dead postings behind (skipped, and counted in a word's document count)
 //! until dead rows reach a quarter of the index, which is then compacted.
 
-pub mod analyze;
-
-use analyze::Lang;
+use super::analyze::{self, Lang};
+use super::scope::{Facets, MemoryFilter, Scope};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -151,6 +150,74 @@ struct Doc {
     len: u32,
     lang: Lang,
     live: bool,
+    /// A memory's filter fields (none for skills).
+    facets: Option<Box<DocFacets>>,
+}
+
+/// [`Facets`] with the repeated strings (kinds, projects, agent instances, tags) held once in
+/// the index's symbol table.
+#[derive(Debug, Clone)]
+struct DocFacets {
+    active: bool,
+    kind: u32,
+    project: u32,
+    agent_instance_id: Option<u32>,
+    tags: Box<[u32]>,
+    expires_at: Option<Box<str>>,
+    updated_at: Box<str>,
+}
+
+/// A [`MemoryFilter`] resolved against an index's symbols, for one query.
+pub struct Admission<'a> {
+    index: &'a Index,
+    filter: &'a MemoryFilter,
+    kind: Option<u32>,
+    project: Option<u32>,
+    agent_instance_id: Option<u32>,
+    tags: Vec<u32>,
+}
+
+impl Admission<'_> {
+    fn doc(&self, doc: &Doc) -> bool {
+        let Some(f) = &doc.facets else {
+            // A row indexed without its facets (tests): kept unless the filter narrows.
+            return !self.filter.narrows();
+        };
+        (self.filter.include_forgotten || f.active)
+            && f.expires_at
+                .as_deref()
+                .is_none_or(|e| e > self.filter.now.as_str())
+            && self.kind.is_none_or(|k| f.kind == k)
+            && self.project.is_none_or(|p| f.project == p)
+            && self
+                .agent_instance_id
+                .is_none_or(|a| f.agent_instance_id == Some(a))
+            && self
+                .filter
+                .since
+                .as_deref()
+                .is_none_or(|s| &*f.updated_at >= s)
+            && self
+                .filter
+                .until
+                .as_deref()
+                .is_none_or(|u| &*f.updated_at <= u)
+            && self.tags.iter().all(|t| f.tags.contains(t))
+    }
+
+    /// Whether the live row of `key` passes the filter.
+    pub fn admits(&self, key: &str) -> bool {
+        self.index
+            .by_key
+            .get(key)
+            .and_then(|d| self.index.docs.get(*d as usize))
+            .is_some_and(|d| d.live && self.doc(d))
+    }
+
+    /// The filter keeps only part of a workspace's rows (see [`MemoryFilter::narrows`]).
+    pub fn narrows(&self) -> bool {
+        self.filter.narrows()
+    }
 }
 
 /// One ranked row.
@@ -158,10 +225,10 @@ struct Doc {
 pub struct Hit {
     pub key: String,
     /// What the row is ranked by: BM25 here (unbounded, relative to the query), the fused
-    /// score after [`crate::vectors::fuse`].
+    /// score after [`super::fusion::fuse`].
     pub score: f64,
     /// The public score, 0 to 1, comparable across queries ([`calibrated`]; fused by
-    /// [`crate::vectors::fuse`]).
+    /// [`super::fusion::fuse`]).
     pub relevance: f64,
     /// The row holds every term of a short query: the tier it ranks in, before the rows
     /// that do not (always `false` for a question of more than [`EVERY_TERM_MAX`] terms).
@@ -183,6 +250,7 @@ pub struct Analyzed {
     len: u32,
     /// Every distinct term, one after the other (one allocation, whatever the row's length).
     words: String,
+    facets: Option<Facets>,
     /// Each term's bytes in `words` and its weighted count (terms of weight 0 left out).
     spans: Vec<(u32, u32, f32)>,
 }
@@ -221,7 +289,14 @@ impl Analyzed {
             len,
             words,
             spans,
+            facets: None,
         }
+    }
+
+    /// The row with its filter fields (a memory's).
+    pub fn with_facets(mut self, facets: Facets) -> Analyzed {
+        self.facets = Some(facets);
+        self
     }
 }
 
@@ -276,6 +351,8 @@ pub struct Index {
     docs: Vec<Doc>,
     by_key: HashMap<Box<str>, u32>,
     workspaces: HashMap<Box<str>, u32>,
+    /// The strings of rows' facets, each held once.
+    symbols: HashMap<Box<str>, u32>,
     live: u32,
     live_len: u64,
 }
@@ -322,6 +399,7 @@ impl Index {
             docs: Vec::new(),
             by_key: HashMap::new(),
             workspaces: HashMap::new(),
+            symbols: HashMap::new(),
             live: 0,
             live_len: 0,
         }
@@ -364,15 +442,17 @@ impl Index {
         let first = self.docs.len();
         // Row numbers are u32: rows past the last number are not indexed.
         rows.truncate((u32::MAX as usize).saturating_sub(first));
-        for row in &rows {
+        for row in &mut rows {
             let next = self.workspaces.len() as u32;
             let workspace = *self.workspaces.entry(row.workspace.clone()).or_insert(next);
+            let facets = row.facets.take().map(|f| Box::new(self.interned(f)));
             self.docs.push(Doc {
                 key: row.key.clone(),
                 workspace,
                 len: row.len,
                 lang: row.lang,
                 live: false,
+                facets,
             });
         }
         Adding {
@@ -382,6 +462,46 @@ impl Index {
             row: 0,
             span: 0,
         }
+    }
+
+    fn symbol(&mut self, text: String) -> u32 {
+        let next = self.symbols.len() as u32;
+        *self.symbols.entry(text.into_boxed_str()).or_insert(next)
+    }
+
+    fn interned(&mut self, f: Facets) -> DocFacets {
+        DocFacets {
+            active: f.active,
+            kind: self.symbol(f.kind),
+            project: self.symbol(f.project),
+            agent_instance_id: f.agent_instance_id.map(|a| self.symbol(a)),
+            tags: f.tags.into_iter().map(|t| self.symbol(t)).collect(),
+            expires_at: f.expires_at.map(String::into_boxed_str),
+            updated_at: f.updated_at.into_boxed_str(),
+        }
+    }
+
+    /// `filter` resolved for this index; `None` when it names a kind, project, agent
+    /// instance or tag no row has (nothing passes).
+    pub fn admission<'a>(&'a self, filter: &'a MemoryFilter) -> Option<Admission<'a>> {
+        let known = |name: &Option<String>| -> Option<Option<u32>> {
+            match name {
+                None => Some(None),
+                Some(n) => self.symbols.get(n.as_str()).map(|s| Some(*s)),
+            }
+        };
+        Some(Admission {
+            index: self,
+            filter,
+            kind: known(&filter.kind)?,
+            project: known(&filter.project)?,
+            agent_instance_id: known(&filter.agent_instance_id)?,
+            tags: filter
+                .tags
+                .iter()
+                .map(|t| self.symbols.get(t.as_str()).copied())
+                .collect::<Option<Vec<u32>>>()?,
+        })
     }
 
     /// The reserved rows of `adding` are still this index's last rows.
@@ -516,6 +636,7 @@ impl Index {
                 renumber[old] = docs.len() as u32;
                 docs.push(Doc {
                     key: doc.key.clone(),
+                    facets: doc.facets.clone(),
                     ..*doc
                 });
             }
@@ -557,6 +678,7 @@ impl Index {
             docs,
             by_key,
             workspaces: self.workspaces.clone(),
+            symbols: self.symbols.clone(),
             live: self.live,
             live_len: self.live_len,
         }
@@ -681,31 +803,49 @@ impl Index {
         }
     }
 
-    /// The `k` best rows of `workspaces` for `query`: rows holding every word first, then by
-    /// BM25, best first.
+    /// The `k` best rows of `workspaces` for `query` (see [`Index::search_in`]).
     pub fn search(&self, query: &str, workspaces: &[&str], k: usize) -> Vec<Hit> {
-        let allowed: Vec<u32> = workspaces
+        let workspaces: Vec<String> = workspaces.iter().map(|w| w.to_string()).collect();
+        self.search_in(query, &Scope::workspaces(&workspaces), k)
+    }
+
+    /// The `k` best rows in `scope` for `query`: rows holding every word first, then by BM25,
+    /// best first. The scope is applied as postings are read, so the `k` are the best rows
+    /// the scope keeps, however few of the matching rows it keeps.
+    pub fn search_in(&self, query: &str, scope: &Scope, k: usize) -> Vec<Hit> {
+        let allowed: Vec<u32> = scope
+            .workspaces
             .iter()
-            .filter_map(|w| self.workspaces.get(*w).copied())
+            .filter_map(|w| self.workspaces.get(w.as_str()).copied())
             .collect();
         if allowed.is_empty() || k == 0 || self.live == 0 {
             return vec![];
         }
+        let admission = match &scope.memories {
+            None => None,
+            Some(filter) => match self.admission(filter) {
+                Some(admission) => Some(admission),
+                None => return vec![],
+            },
+        };
         let mut query_words = self.resolve(query);
         if query_words.is_empty() {
             return vec![];
         }
         query_words.sort_by_key(|w| w.df);
+        let in_scope = |doc: &Doc| {
+            allowed.contains(&doc.workspace) && admission.as_ref().is_none_or(|a| a.doc(doc))
+        };
         SCRATCH.with(|scratch| {
             let mut scratch = scratch.borrow_mut();
-            self.rank(&query_words, &allowed, k, &mut scratch)
+            self.rank(&query_words, in_scope, k, &mut scratch)
         })
     }
 
     fn rank(
         &self,
         query_words: &[QueryWord],
-        allowed: &[u32],
+        in_scope: impl Fn(&Doc) -> bool,
         k: usize,
         scratch: &mut Scratch,
     ) -> Vec<Hit> {
@@ -740,7 +880,7 @@ impl Index {
         let add = |bit: usize, p: &Posting, scratch: &mut Scratch, idf: f32| {
             let d = p.doc as usize;
             let doc = &self.docs[d];
-            if !doc.live || !allowed.contains(&doc.workspace) {
+            if !doc.live || !in_scope(doc) {
                 return;
             }
             if scratch.mask[d] == 0 {
@@ -972,6 +1112,95 @@ mod tests {
         assert!(index.search("frage", &["w"], 5).is_empty());
         // English rows' long words are no compounds: their tails find nothing.
         assert!(index.search("figur", &["w"], 5).is_empty());
+    }
+
+    /// Issue #30, item 4: a memory recall's filters are applied while postings are read, so
+    /// the `k` asked for are the best rows the filters keep, however many better rows they
+    /// leave out; and they follow the row's latest facets.
+    #[test]
+    fn filters_are_applied_inside_the_ranking() {
+        let facets = |project: &str, active: bool| Facets {
+            active,
+            kind: "note".into(),
+            project: project.into(),
+            updated_at: "2026-12-01T00:00:00Z".into(),
+            ..Facets::default()
+        };
+        let mut index = Index::new(&MEMORIES);
+        for i in 0..200 {
+            index.insert(
+                Analyzed::new(
+                    &MEMORIES,
+                    &format!("fleet{i}"),
+                    "w",
+                    &["harbour pilot", "the harbour pilot boards", ""],
+                )
+                .with_facets(facets("fleet", true)),
+            );
+        }
+        let port = |key: &str, text: &str, active: bool| {
+            Analyzed::new(&MEMORIES, key, "w", &["", text, ""]).with_facets(facets("port", active))
+        };
+        index.insert(port("p1", "a pilot waits in the harbour office", true));
+        index.insert(port("p2", "the harbour pilot has retired", false));
+        let scope = |project: Option<&str>, include_forgotten: bool| Scope {
+            workspaces: vec!["w".into()],
+            memories: Some(MemoryFilter {
+                include_forgotten,
+                now: "2026-12-05T00:00:00Z".into(),
+                project: project.map(str::to_string),
+                ..MemoryFilter::default()
+            }),
+        };
+        assert_eq!(
+            keys(&index.search_in("harbour pilot", &scope(Some("port"), false), 1)),
+            ["p1"]
+        );
+        let both = index.search_in("harbour pilot", &scope(Some("port"), true), 5);
+        let mut both = keys(&both);
+        both.sort_unstable();
+        assert_eq!(both, ["p1", "p2"]);
+        // No filter: the fleet's title hits come first.
+        assert!(
+            index
+                .search_in("harbour pilot", &scope(None, false), 5)
+                .iter()
+                .all(|h| h.key.starts_with("fleet"))
+        );
+        // A project no row has: nothing, at once.
+        assert!(
+            index
+                .admission(scope(Some("nowhere"), false).memories.as_ref().unwrap())
+                .is_none()
+        );
+        assert!(
+            index
+                .search_in("harbour pilot", &scope(Some("nowhere"), false), 5)
+                .is_empty()
+        );
+        // The row changes (restored): its new facets count.
+        index.insert(port("p2", "the harbour pilot has retired", true));
+        assert_eq!(
+            index
+                .search_in("harbour pilot", &scope(Some("port"), false), 5)
+                .len(),
+            2
+        );
+        // Compaction keeps the facets.
+        let compacted = index.compacted();
+        let mut kept = keys(&compacted.search_in("harbour pilot", &scope(Some("port"), false), 5))
+            .into_iter()
+            .map(str::to_string)
+            .collect::<Vec<_>>();
+        kept.sort_unstable();
+        assert_eq!(kept, ["p1", "p2"]);
+        let port_scope = scope(Some("port"), false);
+        let admission = compacted.admission(port_scope.memories.as_ref().unwrap());
+        assert!(
+            admission
+                .as_ref()
+                .is_some_and(|a| a.admits("p1") && !a.admits("fleet3"))
+        );
     }
 
     #[test]
