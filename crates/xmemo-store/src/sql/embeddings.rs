@@ -50,6 +50,20 @@ fn text_of<D: Dialect>(kind: Kind, r: &super::Row<D>) -> StoreResult<String> {
     })
 }
 
+/// Whether a lease held until `held` has more than half of a new lease (until `wanted`,
+/// from now) left. Instants are the store's fixed-width UTC format; one that does not parse
+/// is renewed.
+fn lease_is_fresh(held: &str, wanted: &str) -> bool {
+    let format = time::macros::format_description!(
+        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
+    );
+    let parse = |t: &str| time::PrimitiveDateTime::parse(t, &format).ok();
+    match (parse(held), parse(wanted), parse(&now())) {
+        (Some(held), Some(wanted), Some(now)) if wanted > now => held >= now + (wanted - now) / 2,
+        _ => false,
+    }
+}
+
 fn progress_of<D: Dialect>(r: &super::Row<D>) -> StoreResult<EmbeddingProgress> {
     // -1 (SQL NULL): the backfill is done.
     let kind = r.int("backfill_kind")?;
@@ -63,13 +77,34 @@ fn progress_of<D: Dialect>(r: &super::Row<D>) -> StoreResult<EmbeddingProgress> 
 }
 
 impl<D: Dialect> SqlStore<D> {
-    /// Takes (or keeps) the model's lease; its position when held.
+    /// Takes (or keeps) the model's lease; its position when held. A lease of this owner
+    /// with more than half its time left is kept as it is, read without a write: a worker
+    /// following a stream of saves runs several rounds a second, and renewing each time put
+    /// a write transaction (and its fsync) between the saves' group commits at every round.
     async fn claim(
         &self,
         model: &str,
         owner: &str,
         lease_until: &str,
     ) -> StoreResult<Option<EmbeddingProgress>> {
+        if let Some(row) = self
+            .read()
+            .await?
+            .optional(
+                Stmt::new(
+                    "SELECT done_seq, backfill_until, COALESCE(backfill_kind, -1) AS backfill_kind, backfill_key, lease_owner, lease_until
+                     FROM embedding_progress WHERE model = $1",
+                )
+                .bind(model),
+            )
+            .await?
+            && row.opt_text("lease_owner")?.as_deref() == Some(owner)
+            && row
+                .opt_text("lease_until")?
+                .is_some_and(|held| lease_is_fresh(&held, lease_until))
+        {
+            return Ok(Some(progress_of::<D>(&row)?));
+        }
         let mut s = self.write().await?;
         let current = s
             .optional(
@@ -516,4 +551,28 @@ async fn stored_hashes<D: Dialect>(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lease_is_fresh;
+
+    fn at(offset_s: i64) -> String {
+        let t = time::OffsetDateTime::now_utc() + time::Duration::seconds(offset_s);
+        let format = time::macros::format_description!(
+            "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
+        );
+        t.format(&format).unwrap()
+    }
+
+    #[test]
+    fn a_lease_is_renewed_once_half_of_it_is_gone() {
+        // Wanted: 60 s from now. Held 50 s more: kept; 20 s more: renewed.
+        assert!(lease_is_fresh(&at(50), &at(60)));
+        assert!(!lease_is_fresh(&at(20), &at(60)));
+        assert!(!lease_is_fresh(&at(-5), &at(60)));
+        // What does not parse, or a wanted instant already past, is renewed.
+        assert!(!lease_is_fresh("soon", &at(60)));
+        assert!(!lease_is_fresh(&at(50), &at(-1)));
+    }
 }
