@@ -59,7 +59,7 @@ pub struct SemanticArgs {
     #[arg(long, env = "XMEMO_EMBEDDINGS_URL")]
     pub embeddings_url: Option<String>,
     /// Weight of full text in the fused ranking, 0 to 1 (the semantic lane has the rest)
-    /// [default: 0.7]
+    /// [default: 0.5]
     #[arg(long, env = "XMEMO_EMBEDDING_TEXT_WEIGHT")]
     pub embedding_text_weight: Option<f64>,
     /// How the two lanes' results are ranked together: `weighted` (by the weighted sum of

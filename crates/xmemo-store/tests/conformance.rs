@@ -292,6 +292,7 @@ conformance!(
     scores_run_from_0_to_1_and_mean_the_same_for_every_query_and_lane,
     other_languages_words_and_compound_tails_are_found,
     recall_filters_apply_inside_both_lanes,
+    a_memory_is_embedded_with_the_start_of_the_one_before_it_in_its_scope,
 );
 
 // ---------------------------------------------------------------------------------------------
@@ -3880,6 +3881,15 @@ mod semantic_cases {
 
     /// Runs `model`'s worker on `store` until it has nothing left: the keys it embedded.
     async fn embed_all(store: &DynStore, model: &str, owner: &str) -> Vec<String> {
+        embed_all_texts(store, model, owner)
+            .await
+            .into_iter()
+            .map(|(key, _)| key)
+            .collect()
+    }
+
+    /// [`embed_all`], with the text each key was embedded from.
+    async fn embed_all_texts(store: &DynStore, model: &str, owner: &str) -> Vec<(String, String)> {
         let mut embedded = Vec::new();
         for _ in 0..100 {
             let work = store
@@ -3897,7 +3907,7 @@ mod semantic_cases {
                     let hash = hex::encode(Sha256::digest(job.text.as_bytes()));
                     let unchanged = job.stored_hash.as_deref() == Some(hash.as_str());
                     if !unchanged {
-                        embedded.push(job.key.clone());
+                        embedded.push((job.key.clone(), job.text.clone()));
                     }
                     EmbeddedRow {
                         job: job.clone(),
@@ -3944,6 +3954,70 @@ mod semantic_cases {
             .filter(|h| h.score >= 0.15 || h.every_word)
             .map(|h| (h.memory.content, h.matched))
             .collect()
+    }
+
+    /// Issue #30: the semantic lane embeds a memory with the start of the active memory
+    /// saved just before it in the same workspace and project (a lone "Yes, yesterday" means
+    /// nothing), in the backfill of a new model and when it follows the log alike.
+    pub async fn a_memory_is_embedded_with_the_start_of_the_one_before_it_in_its_scope(
+        db: &TestDb,
+    ) {
+        let store = db.store();
+        let alice = account(&store, "alice").await;
+        let ws = alice.personal_workspace_id.clone();
+        let who = actor(&alice.account_id);
+        let save = |project: &str, text: &str| {
+            let mut c = memory_content(MemoryKind::Note, text);
+            c.project = Some(project.into());
+            new_memory(&ws, &who, c)
+        };
+        let long_question = format!("Did the billing deploy fail? {}", "details ".repeat(100));
+        let question = remember(&store, save("ops", &long_question)).await.memory;
+        let other = remember(&store, save("home", "Buy bread and milk"))
+            .await
+            .memory;
+        let answer = remember(&store, save("ops", "Yes, yesterday")).await.memory;
+        let backfill: std::collections::HashMap<String, String> =
+            embed_all_texts(&store, "fake-words", "node-a")
+                .await
+                .into_iter()
+                .collect();
+        // The first of its project has nothing before it; another project's memory is not
+        // its neighbour.
+        assert_eq!(backfill[&question.memory_id], long_question);
+        assert_eq!(backfill[&other.memory_id], "Buy bread and milk");
+        let expected: String = format!(
+            "Yes, yesterday\n{}",
+            long_question.chars().take(300).collect::<String>()
+        );
+        assert_eq!(backfill[&answer.memory_id], expected);
+
+        // Followed from the log: a forgotten memory is no one's neighbour.
+        store
+            .set_memory_status(MemoryStatusChange {
+                memory_id: answer.memory_id.clone(),
+                from: xmemo_core::MemoryStatus::Active,
+                to: xmemo_core::MemoryStatus::Forgotten,
+                reason: None,
+                audit: AuditDraft::new("memory.forget", &who).workspace(&ws),
+            })
+            .await
+            .unwrap();
+        let next = remember(&store, save("ops", "It was the database migration"))
+            .await
+            .memory;
+        let followed: std::collections::HashMap<String, String> =
+            embed_all_texts(&store, "fake-words", "node-a")
+                .await
+                .into_iter()
+                .collect();
+        assert_eq!(
+            followed[&next.memory_id],
+            format!(
+                "It was the database migration\n{}",
+                long_question.chars().take(300).collect::<String>()
+            )
+        );
     }
 
     /// Issue #30, item 4: a recall's filters are applied inside both lanes while they rank.
@@ -4225,13 +4299,15 @@ mod semantic_cases {
         let alice = account(&store, "alice").await;
         let ws = alice.personal_workspace_id.clone();
         let who = actor(&alice.account_id);
+        // Each memory in a project of its own: none is embedded with another's start.
+        let alone = |text: &str| {
+            let mut c = memory_content(MemoryKind::Fact, text);
+            c.project = Some(format!("p-{}", text.len()));
+            c
+        };
         let pilot = remember(
             &store,
-            new_memory(
-                &ws,
-                &who,
-                memory_content(MemoryKind::Fact, "the harbour pilot boards ships at dawn"),
-            ),
+            new_memory(&ws, &who, alone("the harbour pilot boards ships at dawn")),
         )
         .await
         .memory;
@@ -4239,11 +4315,7 @@ mod semantic_cases {
             "quarterly budget review for the marketing team",
             "rotate the database credentials every ninety days",
         ] {
-            remember(
-                &store,
-                new_memory(&ws, &who, memory_content(MemoryKind::Fact, text)),
-            )
-            .await;
+            remember(&store, new_memory(&ws, &who, alone(text))).await;
         }
         let embedded = embed_all(&store, "fake-words", "node-a").await;
         assert_eq!(embedded.len(), 3, "{embedded:?}");

@@ -20,9 +20,10 @@ use xmemo_core::limits::{SCORE_MAX, SCORE_MIN};
 use xmemo_embed::{EmbedError, Embedder, Purpose};
 use xmemo_store::{EmbeddedRow, FusionMethod, Semantic};
 
-/// Weight of full text in the fused score by default: the best of 0.3 to 0.8 on the
-/// conversation benchmark with the recommended model (docs/decisions.md, "Semantic recall").
-pub const DEFAULT_TEXT_WEIGHT: f64 = 0.7;
+/// Weight of full text in the fused score by default: the best of 0.4 to 0.7 on the
+/// conversation benchmark with the recommended model and memories embedded with the start of
+/// the one before (docs/decisions.md, "Semantic recall").
+pub const DEFAULT_TEXT_WEIGHT: f64 = 0.5;
 /// A query's embedding takes at most this long (one try) before the recall goes on without
 /// it; the probe must answer within it too before queries ask the model again.
 pub const QUERY_TIMEOUT: Duration = Duration::from_secs(2);

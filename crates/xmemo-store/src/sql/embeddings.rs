@@ -27,8 +27,31 @@ fn embedding_kind(k: Kind) -> EmbeddingKind {
     }
 }
 
-/// The text the semantic lane embeds of a row of [`Kind::rows`]: what Level 0 shows of a
-/// skill, and a memory's title, content and tags.
+/// Characters of the memory saved just before in the same scope that the semantic lane
+/// embeds with a memory (docs/decisions.md, "Semantic recall": a lone "Yes, yesterday" means
+/// nothing; on the conversation benchmark the previous turn's start lifts the hybrid's R@5).
+pub(crate) const CONTEXT_CHARS: usize = 300;
+
+/// The rows the worker embeds: [`Kind::rows`], memories with the content of the active
+/// memory saved just before in the same workspace and project (`before`; memory ids are
+/// time-ordered, and migration 0016 indexes them per scope).
+fn embedding_rows(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Skills => kind.rows(),
+        Kind::Memories => {
+            "SELECT m.memory_id AS key, m.workspace_id, COALESCE(m.title, '') AS title, m.content, m.tags,
+                    COALESCE((SELECT p.content FROM memories p
+                              WHERE p.workspace_id = m.workspace_id AND p.project = m.project
+                                AND p.memory_id < m.memory_id AND p.status = 'active'
+                              ORDER BY p.memory_id DESC LIMIT 1), '') AS before
+             FROM memories m WHERE 1 = 1"
+        }
+    }
+}
+
+/// The text the semantic lane embeds of a row of [`embedding_rows`]: what Level 0 shows of a
+/// skill; a memory's title, content and tags, then the first [`CONTEXT_CHARS`] of the memory
+/// before it. The vector follows the memory's own changes (the log), not its neighbour's.
 fn text_of<D: Dialect>(kind: Kind, r: &super::Row<D>) -> StoreResult<String> {
     Ok(match kind {
         Kind::Skills => format!("{}\n{}", r.text("name")?, r.text("description")?),
@@ -44,6 +67,11 @@ fn text_of<D: Dialect>(kind: Kind, r: &super::Row<D>) -> StoreResult<String> {
             if !tags.is_empty() && tags != "[]" {
                 text.push('\n');
                 text.push_str(&tags);
+            }
+            let before = r.text("before")?;
+            if !before.is_empty() {
+                text.push('\n');
+                text.extend(before.chars().take(CONTEXT_CHARS));
             }
             text
         }
@@ -255,7 +283,7 @@ impl<D: Dialect> SqlStore<D> {
                     .all(
                         Stmt::new(format!(
                             "{} AND {col} > $1 ORDER BY {col} LIMIT {limit}",
-                            kind.rows(),
+                            embedding_rows(kind),
                             col = kind.key_column()
                         ))
                         .bind(after.clone()),
@@ -322,7 +350,7 @@ impl<D: Dialect> SqlStore<D> {
                         .all(
                             Stmt::new(format!(
                                 "{} AND {} IN ({})",
-                                kind.rows(),
+                                embedding_rows(kind),
                                 kind.key_column(),
                                 in_list(1, names.len())
                             ))

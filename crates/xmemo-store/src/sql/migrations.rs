@@ -129,6 +129,15 @@ macro_rules! embed_migrations {
                     "/0015_revisions_published_card.sql"
                 )),
             },
+            $crate::migrate::Migration {
+                version: 16,
+                name: "memories_in_scope_order",
+                sql: include_str!(concat!(
+                    "../../migrations/",
+                    $dialect,
+                    "/0016_memories_in_scope_order.sql"
+                )),
+            },
         ]
     };
 }
