@@ -296,9 +296,10 @@ impl Table {
         texts
             .iter()
             .map(|text| {
+                // Only the ids are used: `encode_fast` skips the offsets `encode` works out.
                 let encoding = self
                     .tokenizer
-                    .encode(text.as_str(), false)
+                    .encode_fast(text.as_str(), false)
                     .map_err(|e| EmbedError::Compute(e.to_string()))?;
                 let mut v = vec![0.0f32; self.dims];
                 let mut n = 0usize;

@@ -13,6 +13,21 @@ use crate::search::stored_vectors::vector_code;
 use crate::search::vectors::{quantize, to_bytes};
 use std::collections::BTreeMap;
 
+/// Log entries of rows' texts (not of their vectors), as a condition on `fulltext_log`. Written
+/// `kind + 0` so SQLite walks the log by `seq` from the worker's position: with `kind IN (0, 1)`
+/// its planner took the `(kind, key, seq)` index, read every entry of those kinds and sorted
+/// them, each round (issue #30: at 100k memories most of the worker's time, and the saves
+/// waiting behind it).
+const ROW_KINDS: &str = "kind + 0 IN (0, 1)";
+
+/// The worker's next `limit` log entries of rows' texts after its position (`$1`), up to `$2`.
+fn row_log_page(limit: usize) -> String {
+    format!(
+        "SELECT seq, kind, key FROM fulltext_log
+         WHERE seq > $1 AND seq <= $2 AND {ROW_KINDS} ORDER BY seq LIMIT {limit}"
+    )
+}
+
 fn kind_of(k: EmbeddingKind) -> Kind {
     match k {
         EmbeddingKind::Skill => Kind::Skills,
@@ -314,12 +329,9 @@ impl<D: Dialect> SqlStore<D> {
             None => {
                 let entries = s
                     .all(
-                        Stmt::new(format!(
-                            "SELECT seq, kind, key FROM fulltext_log
-                             WHERE seq > $1 AND seq <= $2 AND kind IN (0, 1) ORDER BY seq LIMIT {limit}"
-                        ))
-                        .bind(progress.done_seq)
-                        .bind(newest),
+                        Stmt::new(row_log_page(limit))
+                            .bind(progress.done_seq)
+                            .bind(newest),
                     )
                     .await?;
                 work.next.done_seq = if entries.len() < limit {
@@ -521,9 +533,9 @@ impl<D: Dialect> SqlStore<D> {
         let progress = progress_of::<D>(&progress)?;
         let pending = s
             .one(
-                Stmt::new(
-                    "SELECT COUNT(*) AS n FROM fulltext_log WHERE seq > $1 AND kind IN (0, 1)",
-                )
+                Stmt::new(format!(
+                    "SELECT COUNT(*) AS n FROM fulltext_log WHERE seq > $1 AND {ROW_KINDS}"
+                ))
                 .bind(progress.done_seq),
                 "pending",
             )
@@ -583,7 +595,38 @@ async fn stored_hashes<D: Dialect>(
 
 #[cfg(test)]
 mod tests {
-    use super::lease_is_fresh;
+    use super::{ROW_KINDS, lease_is_fresh, row_log_page};
+
+    /// The worker's log reads walk the log by `seq` from its position; SQLite took the
+    /// `(kind, key, seq)` index for `kind IN (0, 1)` and sorted every entry of those kinds.
+    #[tokio::test]
+    async fn the_workers_log_reads_start_at_its_position() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.db");
+        crate::sqlite::SqliteStore::open(&path).await.unwrap();
+        let db = rusqlite::Connection::open(&path).unwrap();
+        for sql in [
+            row_log_page(64),
+            format!("SELECT COUNT(*) AS n FROM fulltext_log WHERE seq > $1 AND {ROW_KINDS}"),
+        ] {
+            let mut plan = db.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+            // Unbound parameters are NULL: the plan does not depend on them.
+            let mut rows = plan.raw_query();
+            let mut steps: Vec<String> = Vec::new();
+            while let Some(row) = rows.next().unwrap() {
+                steps.push(row.get(3).unwrap());
+            }
+            assert_eq!(
+                steps,
+                [if sql.contains("<=") {
+                    "SEARCH fulltext_log USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)"
+                } else {
+                    "SEARCH fulltext_log USING INTEGER PRIMARY KEY (rowid>?)"
+                }],
+                "{sql}"
+            );
+        }
+    }
 
     fn at(offset_s: i64) -> String {
         let t = time::OffsetDateTime::now_utc() + time::Duration::seconds(offset_s);
