@@ -3879,6 +3879,19 @@ mod semantic_cases {
         v.into_iter().map(|x| x / norm).collect()
     }
 
+    async fn forget(store: &DynStore, m: &Memory, who: &Attribution) {
+        store
+            .set_memory_status(MemoryStatusChange {
+                memory_id: m.memory_id.clone(),
+                from: xmemo_core::MemoryStatus::Active,
+                to: xmemo_core::MemoryStatus::Forgotten,
+                reason: None,
+                audit: AuditDraft::new("memory.forget", who).workspace(&m.workspace_id),
+            })
+            .await
+            .unwrap();
+    }
+
     /// Runs `model`'s worker on `store` until it has nothing left: the keys it embedded.
     async fn embed_all(store: &DynStore, model: &str, owner: &str) -> Vec<String> {
         embed_all_texts(store, model, owner)
@@ -3993,16 +4006,7 @@ mod semantic_cases {
         assert_eq!(backfill[&answer.memory_id], expected);
 
         // Followed from the log: a forgotten memory is no one's neighbour.
-        store
-            .set_memory_status(MemoryStatusChange {
-                memory_id: answer.memory_id.clone(),
-                from: xmemo_core::MemoryStatus::Active,
-                to: xmemo_core::MemoryStatus::Forgotten,
-                reason: None,
-                audit: AuditDraft::new("memory.forget", &who).workspace(&ws),
-            })
-            .await
-            .unwrap();
+        forget(&store, &answer, &who).await;
         let next = remember(&store, save("ops", "It was the database migration"))
             .await
             .memory;
@@ -4092,16 +4096,7 @@ mod semantic_cases {
         assert_eq!(ids(found), vec![strong.memory_id.clone()]);
 
         // Forgotten since it was indexed: the next in the project takes its place.
-        store
-            .set_memory_status(MemoryStatusChange {
-                memory_id: strong.memory_id.clone(),
-                from: xmemo_core::MemoryStatus::Active,
-                to: xmemo_core::MemoryStatus::Forgotten,
-                reason: None,
-                audit: AuditDraft::new("memory.forget", &who).workspace(&ws),
-            })
-            .await
-            .unwrap();
+        forget(&store, &strong, &who).await;
         assert_eq!(
             ids(store
                 .recall_memories(&recall(Some("port"), 1))

@@ -1114,6 +1114,111 @@ mod tests {
         assert!(index.search("figur", &["w"], 5).is_empty());
     }
 
+    /// Each filter keeps or drops a row as the SQL of an unranked recall does (strings compared
+    /// byte by byte, expiry strictly after now, every tag asked for).
+    #[test]
+    fn each_filter_keeps_or_drops_a_row_as_the_recalls_sql_does() {
+        let mut index = Index::new(&MEMORIES);
+        let row = |key: &str, active: bool, agent: Option<&str>| {
+            Analyzed::new(&MEMORIES, key, "w", &["", "text", ""]).with_facets(Facets {
+                active,
+                kind: "note".into(),
+                project: "billing".into(),
+                agent_instance_id: agent.map(str::to_string),
+                tags: vec!["ops".into(), "db".into()],
+                expires_at: Some("2026-12-10T00:00:00Z".into()),
+                updated_at: "2026-12-01T00:00:00Z".into(),
+            })
+        };
+        index.insert(row("r", true, Some("a1")));
+        index.insert(row("forgotten", false, Some("a1")));
+        index.insert(row("anonymous", true, None));
+        index.insert(
+            Analyzed::new(&MEMORIES, "web", "w", &["", "text", ""]).with_facets(Facets {
+                active: true,
+                kind: "decision".into(),
+                project: "bill".into(),
+                agent_instance_id: Some("a2".into()),
+                tags: vec!["web".into()],
+                expires_at: None,
+                updated_at: "2026-11-01T00:00:00Z".into(),
+            }),
+        );
+        let base = MemoryFilter {
+            now: "2026-12-05T00:00:00Z".into(),
+            ..MemoryFilter::default()
+        };
+        let admits =
+            |f: MemoryFilter, key: &str| index.admission(&f).is_some_and(|a| a.admits(key));
+        let with = |change: &dyn Fn(&mut MemoryFilter)| {
+            let mut f = base.clone();
+            change(&mut f);
+            f
+        };
+        assert!(admits(base.clone(), "r"));
+        assert!(admits(with(&|f| f.project = Some("billing".into())), "r"));
+        assert!(!admits(with(&|f| f.project = Some("bill".into())), "r"));
+        assert!(admits(with(&|f| f.kind = Some("note".into())), "r"));
+        assert!(!admits(with(&|f| f.kind = Some("decision".into())), "r"));
+        assert!(admits(
+            with(&|f| f.agent_instance_id = Some("a1".into())),
+            "r"
+        ));
+        assert!(!admits(
+            with(&|f| f.agent_instance_id = Some("a2".into())),
+            "r"
+        ));
+        assert!(!admits(
+            with(&|f| f.agent_instance_id = Some("a1".into())),
+            "anonymous"
+        ));
+        assert!(admits(
+            with(&|f| f.tags = vec!["db".into(), "ops".into()]),
+            "r"
+        ));
+        assert!(!admits(
+            with(&|f| f.tags = vec!["db".into(), "web".into()]),
+            "r"
+        ));
+        assert!(admits(
+            with(&|f| f.since = Some("2026-12-01T00:00:00Z".into())),
+            "r"
+        ));
+        assert!(!admits(
+            with(&|f| f.since = Some("2026-12-02T00:00:00Z".into())),
+            "r"
+        ));
+        assert!(admits(
+            with(&|f| f.until = Some("2026-12-01T00:00:00Z".into())),
+            "r"
+        ));
+        assert!(!admits(
+            with(&|f| f.until = Some("2026-11-30T00:00:00Z".into())),
+            "r"
+        ));
+        // Expired at or before now: left out.
+        assert!(!admits(
+            with(&|f| f.now = "2026-12-10T00:00:00Z".into()),
+            "r"
+        ));
+        // Forgotten: only when asked for.
+        assert!(!admits(base.clone(), "forgotten"));
+        assert!(admits(with(&|f| f.include_forgotten = true), "forgotten"));
+        // A value no row has: nothing passes, and the filter is resolved to nothing at once.
+        assert!(
+            index
+                .admission(&with(&|f| f.project = Some("nowhere".into())))
+                .is_none()
+        );
+        assert!(
+            index
+                .admission(&with(&|f| f.tags = vec!["nowhere".into()]))
+                .is_none()
+        );
+        assert!(!admits(base.clone(), "missing"));
+        assert!(!base.narrows() && with(&|f| f.tags = vec!["db".into()]).narrows());
+    }
+
     /// Issue #30, item 4: a memory recall's filters are applied while postings are read, so
     /// the `k` asked for are the best rows the filters keep, however many better rows they
     /// leave out; and they follow the row's latest facets.
