@@ -45,7 +45,7 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// Which index a log entry or a query is about (the `kind` column; 2 and 3 say the vector
-/// of a skill or a memory changed, see `sql/vectors.rs`).
+/// of a skill or a memory changed, see `stored_vectors.rs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
     Skills = 0,
@@ -132,7 +132,7 @@ pub(crate) struct Fulltext {
     /// A fair lock: a catch-up adding long rows lets it go between parts, handing it to the
     /// queries waiting (`add_in_parts`).
     indexes: FairRwLock<Indexes>,
-    /// The vectors of the embedding model the last semantic query used (`sql/vectors.rs`),
+    /// The vectors of the embedding model the last semantic query used (`stored_vectors.rs`),
     /// kept in step by the same catch-up.
     pub(crate) vectors: RwLock<Option<VectorIndex>>,
     /// The last log number applied (-1 before the first build).

@@ -4,7 +4,7 @@
 //! milliseconds per query at 100k rows (SQLite FTS5 counts every row holding a query word to
 //! compute BM25's IDF and reads each candidate's stored row to check its workspace; PostgreSQL
 //! ranks every match). Here a query touches a bounded number of postings held in memory; the
-//! database then only hydrates the few rows that rank (see `sql::level0`).
+//! database then only hydrates the few rows that rank (`sql/skills.rs`, `sql/memories.rs`).
 //!
 //! Scoring is BM25 (k1 = 1.2, b = 0.75) as FTS5 computes it: for each query word, `f` is the
 //! weighted count of the word in the row (each field has a weight), the row's length is its
