@@ -8,14 +8,28 @@ use xmemo_core::{
     AssetStatus, ComponentType, InvitationStatus, RevisionStatus, Role, WorkspaceKind,
 };
 
+/// How the store writes an instant: UTC, fixed width, milliseconds (so instants compare as
+/// text, in SQL and in the search index alike).
+const INSTANT: &[time::format_description::BorrowedFormatItem<'static>] = time::macros::format_description!(
+    "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
+);
+
 /// Now, as the store writes it.
 pub fn now() -> String {
-    let now = time::OffsetDateTime::now_utc();
-    let format = time::macros::format_description!(
-        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
-    );
-    now.format(&format)
-        .unwrap_or_else(|_| now.unix_timestamp().to_string())
+    instant_text(time::OffsetDateTime::now_utc())
+}
+
+/// `t` as the store writes it.
+pub(crate) fn instant_text(t: time::OffsetDateTime) -> String {
+    t.format(INSTANT)
+        .unwrap_or_else(|_| t.unix_timestamp().to_string())
+}
+
+/// An instant the store wrote, if it is one.
+pub(crate) fn parse_instant(t: &str) -> Option<time::OffsetDateTime> {
+    time::PrimitiveDateTime::parse(t, INSTANT)
+        .ok()
+        .map(time::PrimitiveDateTime::assume_utc)
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,7 +1,8 @@
 //! Keeps this node's in-memory full-text indexes ([`super::lexical`]) in step with the
 //! database, for every backend and any number of nodes or processes on one database.
 //!
-//! Every write that changes a skill's Level 0 row or a memory's text appends `(kind, key)` to
+//! Every write that changes a skill's Level 0 row, a memory's text or one of its filter fields
+//! (status, `updated_at`: [`super::scope::Facets`]) appends `(kind, key)` to
 //! `fulltext_log` inside its own transaction ([`log_change`], [`log_workspace`]), so the log
 //! holds exactly the committed changes, in commit order (SQLite has one writer; PostgreSQL
 //! appends under the audit-chain lock).

@@ -7,6 +7,7 @@ use super::{Dialect, Record, Session, SqlStore, Stmt, in_list};
 use crate::StoreResult;
 use crate::model::{
     EmbeddedRow, EmbeddingJob, EmbeddingKind, EmbeddingLag, EmbeddingProgress, EmbeddingWork, now,
+    parse_instant,
 };
 use crate::search::follow::{FLOOR_SEQ, Kind, NEWEST_SEQ};
 use crate::search::stored_vectors::vector_code;
@@ -26,6 +27,11 @@ fn row_log_page(limit: usize) -> String {
         "SELECT seq, kind, key FROM fulltext_log
          WHERE seq > $1 AND seq <= $2 AND {ROW_KINDS} ORDER BY seq LIMIT {limit}"
     )
+}
+
+/// How many log entries of rows' texts follow the worker's position (`$1`).
+fn row_log_pending() -> String {
+    format!("SELECT COUNT(*) AS n FROM fulltext_log WHERE seq > $1 AND {ROW_KINDS}")
 }
 
 fn kind_of(k: EmbeddingKind) -> Kind {
@@ -97,12 +103,9 @@ fn text_of<D: Dialect>(kind: Kind, r: &super::Row<D>) -> StoreResult<String> {
 /// from now) left. Instants are the store's fixed-width UTC format; one that does not parse
 /// is renewed.
 fn lease_is_fresh(held: &str, wanted: &str) -> bool {
-    let format = time::macros::format_description!(
-        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
-    );
-    let parse = |t: &str| time::PrimitiveDateTime::parse(t, &format).ok();
-    match (parse(held), parse(wanted), parse(&now())) {
-        (Some(held), Some(wanted), Some(now)) if wanted > now => held >= now + (wanted - now) / 2,
+    let now = time::OffsetDateTime::now_utc();
+    match (parse_instant(held), parse_instant(wanted)) {
+        (Some(held), Some(wanted)) if wanted > now => held >= now + (wanted - now) / 2,
         _ => false,
     }
 }
@@ -533,10 +536,7 @@ impl<D: Dialect> SqlStore<D> {
         let progress = progress_of::<D>(&progress)?;
         let pending = s
             .one(
-                Stmt::new(format!(
-                    "SELECT COUNT(*) AS n FROM fulltext_log WHERE seq > $1 AND {ROW_KINDS}"
-                ))
-                .bind(progress.done_seq),
+                Stmt::new(row_log_pending()).bind(progress.done_seq),
                 "pending",
             )
             .await?
@@ -595,7 +595,8 @@ async fn stored_hashes<D: Dialect>(
 
 #[cfg(test)]
 mod tests {
-    use super::{ROW_KINDS, lease_is_fresh, row_log_page};
+    use super::{lease_is_fresh, row_log_page, row_log_pending};
+    use crate::model::instant_text;
 
     /// The worker's log reads walk the log by `seq` from its position; SQLite took the
     /// `(kind, key, seq)` index for `kind IN (0, 1)` and sorted every entry of those kinds.
@@ -605,10 +606,7 @@ mod tests {
         let path = dir.path().join("x.db");
         crate::sqlite::SqliteStore::open(&path).await.unwrap();
         let db = rusqlite::Connection::open(&path).unwrap();
-        for sql in [
-            row_log_page(64),
-            format!("SELECT COUNT(*) AS n FROM fulltext_log WHERE seq > $1 AND {ROW_KINDS}"),
-        ] {
+        for sql in [row_log_page(64), row_log_pending()] {
             let mut plan = db.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
             // Unbound parameters are NULL: the plan does not depend on them.
             let mut rows = plan.raw_query();
@@ -629,11 +627,7 @@ mod tests {
     }
 
     fn at(offset_s: i64) -> String {
-        let t = time::OffsetDateTime::now_utc() + time::Duration::seconds(offset_s);
-        let format = time::macros::format_description!(
-            "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
-        );
-        t.format(&format).unwrap()
+        instant_text(time::OffsetDateTime::now_utc() + time::Duration::seconds(offset_s))
     }
 
     #[test]
