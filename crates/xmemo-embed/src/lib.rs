@@ -6,6 +6,8 @@
 //!   candle: the tokenizer, the encoder, the folder's pooling and normalisation;
 //! - [`local::StaticModel`]: a model2vec folder (a vector per token, averaged): microseconds
 //!   per text, for hosts without the CPU for an encoder;
+//! - [`universal::UniversalEncoder`]: Google's Universal Sentence Encoder multilingual v3, a
+//!   deep averaging network with n-gram convolutions (16 languages, no attention);
 //! - [`remote::OpenAiEmbeddings`]: any OpenAI-compatible `/v1/embeddings` endpoint (Ollama,
 //!   vLLM, llama.cpp, LM Studio, OpenAI), batched, one try per batch within a timeout, its
 //!   answers read up to a cap; whether and when to try again is the caller's choice.
@@ -16,6 +18,7 @@
 
 pub mod local;
 pub mod remote;
+pub mod universal;
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -16,7 +16,7 @@ pub const MAX_TOKENS: usize = 256;
 /// Texts encoded together.
 const BATCH: usize = 16;
 
-fn model_error(path: &Path, reason: impl Into<String>) -> EmbedError {
+pub(crate) fn model_error(path: &Path, reason: impl Into<String>) -> EmbedError {
     EmbedError::Model {
         path: path.display().to_string(),
         reason: reason.into(),
@@ -28,7 +28,8 @@ fn read_json(path: &Path) -> EmbedResult<Value> {
     serde_json::from_str(&text).map_err(|e| model_error(path, e.to_string()))
 }
 
-/// The model in `folder`: a model2vec folder (`config.json` says `model2vec`, or its weights
+/// The model in `folder`: the Universal Sentence Encoder (`config.json` says
+/// `use-multilingual-v3`), a model2vec folder (`config.json` says `model2vec`, or its weights
 /// are one `embeddings` matrix) or a sentence-transformers one of the BERT family.
 pub fn open(folder: &Path) -> EmbedResult<Arc<dyn Embedder>> {
     let config = read_json(&folder.join("config.json"))?;
@@ -39,7 +40,11 @@ pub fn open(folder: &Path) -> EmbedResult<Arc<dyn Embedder>> {
     let id = model_id(folder, &bytes)?;
     let is_static = config["model_type"].as_str() == Some("model2vec")
         || (tensors.len() == 1 && tensors.contains_key("embeddings"));
-    if is_static {
+    if config["model_type"].as_str() == Some(crate::universal::MODEL_TYPE) {
+        Ok(Arc::new(crate::universal::UniversalEncoder::load(
+            folder, tensors, id,
+        )?))
+    } else if is_static {
         Ok(Arc::new(StaticModel::load(folder, tensors, id)?))
     } else {
         Ok(Arc::new(SentenceTransformer::load(
@@ -67,7 +72,7 @@ fn model_id(folder: &Path, weights: &[u8]) -> EmbedResult<String> {
     ))
 }
 
-fn tokenizer(folder: &Path, pad: Option<u32>) -> EmbedResult<Tokenizer> {
+pub(crate) fn tokenizer(folder: &Path, pad: Option<u32>) -> EmbedResult<Tokenizer> {
     let path = folder.join("tokenizer.json");
     let mut tokenizer =
         Tokenizer::from_file(&path).map_err(|e| model_error(&path, e.to_string()))?;
@@ -88,7 +93,7 @@ fn tokenizer(folder: &Path, pad: Option<u32>) -> EmbedResult<Tokenizer> {
 }
 
 /// Runs the blocking `work` off the async runtime.
-async fn blocking<T: Send + 'static>(
+pub(crate) async fn blocking<T: Send + 'static>(
     work: impl FnOnce() -> EmbedResult<T> + Send + 'static,
 ) -> EmbedResult<T> {
     tokio::task::spawn_blocking(work)

