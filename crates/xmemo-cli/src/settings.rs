@@ -390,8 +390,9 @@ fn resolve_semantic(args: &SemanticArgs, file: &FileSettings) -> anyhow::Result<
 /// `--embedding-model none`: no semantic lane, even with the recommended model at hand.
 pub const NO_MODEL: &str = "none";
 /// The folder `scripts/models` puts the recommended model in (docs/decisions.md, "Semantic
-/// recall"): potion-base-8M, a model2vec model.
-pub const DEFAULT_MODEL_NAME: &str = "potion-base-8m";
+/// recall"): a blend of the Universal Sentence Encoder multilingual and potion-base-8M, whose
+/// `config.json` names the two folders beside it.
+pub const DEFAULT_MODEL_NAME: &str = "recommended";
 
 /// Where the recommended model is looked for: `$XMEMO_MODELS_DIR`, else
 /// `$XDG_CACHE_HOME/xmemo-models`, else `~/.cache/xmemo-models` (as `scripts/models`).
@@ -406,8 +407,10 @@ pub fn default_model_dir() -> Option<PathBuf> {
     Some(models.join(DEFAULT_MODEL_NAME))
 }
 
+/// Whether `scripts/models` finished writing the folder (it renames a finished one into
+/// place): every kind of model folder has a `config.json`, a blend nothing else.
 fn holds_model(dir: &Path) -> bool {
-    dir.join("model.safetensors").is_file() && dir.join("tokenizer.json").is_file()
+    dir.join("config.json").is_file()
 }
 
 /// Flag / environment (clap) > file, for the whole map.

@@ -1,7 +1,8 @@
-//! Issue #30, item 1: when the recommended model (potion-base-8M, which `scripts/models` puts
-//! in its default folder) is there, `xmemo serve` turns the semantic lane on without a flag and
-//! says so at start; `--embedding-model none` turns it off. The model is the real one from
-//! its PyPI package (`XMEMO_TEST_DEFAULT_MODEL`, or the default cache folder); without it
+//! Issue #30, item 1: when the recommended embedder (the blend of the Universal Sentence
+//! Encoder multilingual and potion-base-8M, which `scripts/models` puts in its default folder)
+//! is there, `xmemo serve` turns the semantic lane on without a flag and
+//! says so at start; `--embedding-model none` turns it off. The models are the real ones from
+//! their PyPI packages (`XMEMO_TEST_DEFAULT_MODEL`, or the default cache folder); without it
 //! this test fails unless `XMEMO_TEST_ALLOW_SKIP=1`.
 
 use serde_json::{Value, json};
@@ -16,15 +17,15 @@ fn recommended_model() -> Option<PathBuf> {
         .map(PathBuf::from)
         .or_else(|| {
             std::env::var_os("HOME")
-                .map(|h| PathBuf::from(h).join(".cache/xmemo-models/potion-base-8m"))
+                .map(|h| PathBuf::from(h).join(".cache/xmemo-models/recommended"))
         })?;
-    if folder.join("model.safetensors").is_file() {
+    if folder.join("config.json").is_file() {
         Some(folder)
     } else {
         xmemo_testkit::dependency_missing(
-            "the recommended embedding model (potion-base-8M)",
+            "the recommended embedder (use-multilingual + potion-base-8m)",
             &format!(
-                "{} holds no model.safetensors (run scripts/models, or set XMEMO_TEST_DEFAULT_MODEL)",
+                "{} holds no config.json (run scripts/models, or set XMEMO_TEST_DEFAULT_MODEL)",
                 folder.display()
             ),
         );
@@ -46,9 +47,10 @@ async fn serve_turns_the_lane_on_with_the_recommended_model_in_its_folder_and_no
     let Some(model) = recommended_model() else {
         return;
     };
-    // A models folder holding the recommended model under its default name.
+    // A models folder holding the recommended blend under its default name (a link: the
+    // blend finds its parts beside its real folder).
     let models = tempfile::tempdir().expect("tempdir");
-    std::os::unix::fs::symlink(&model, models.path().join("potion-base-8m")).expect("symlink");
+    std::os::unix::fs::symlink(&model, models.path().join("recommended")).expect("symlink");
     let models_dir = models.path().to_str().expect("utf-8 path");
     let tmp = tempfile::tempdir().expect("tempdir");
     let data = tmp.path().join("data");
@@ -70,7 +72,7 @@ async fn serve_turns_the_lane_on_with_the_recommended_model_in_its_folder_and_no
     assert!(
         ready["semantic"]["model"]
             .as_str()
-            .is_some_and(|m| m.contains("potion-base-8m")),
+            .is_some_and(|m| m.starts_with("blend/recommended/")),
         "{ready}"
     );
     // The lane really runs: a memory is embedded and found by meaning alone.
@@ -85,23 +87,49 @@ async fn serve_turns_the_lane_on_with_the_recommended_model_in_its_folder_and_no
         .await
         .expect("remember");
     assert_eq!(r.status().as_u16(), 201);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let found: Value = http
-            .get(format!("{}/api/v1/memories?query=kitten%20nap", on.url))
+    // Chinese too: a memory about a cat and one about a budget, asked for a pet's nap in words
+    // neither holds.
+    for content in ["猫在温暖的窗台上睡觉", "季度预算审查在周五"] {
+        let r = http
+            .post(format!("{}/api/v1/memories", on.url))
             .bearer_auth(key)
+            .json(&json!({"kind": "fact", "content": content, "project": "zh"}))
             .send()
             .await
-            .expect("recall")
-            .json()
-            .await
-            .expect("json");
-        let first = &found["data"]["memories"][0];
-        if first["matched"] == json!(["meaning"]) {
-            break;
+            .expect("remember");
+        assert_eq!(r.status().as_u16(), 201);
+    }
+    for (query, project, expected) in [
+        (
+            "kitten%20nap",
+            None,
+            "The cat sleeps on the warm windowsill",
+        ),
+        ("宠物打盹", Some("zh"), "猫在温暖的窗台上睡觉"),
+    ] {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let mut url = format!("{}/api/v1/memories?query={query}", on.url);
+            if let Some(project) = project {
+                url.push_str(&format!("&project={project}"));
+            }
+            let found: Value = http
+                .get(url)
+                .bearer_auth(key)
+                .send()
+                .await
+                .expect("recall")
+                .json()
+                .await
+                .expect("json");
+            let first = &found["data"]["memories"][0];
+            if first["matched"] == json!(["meaning"]) {
+                assert_eq!(first["content"], expected, "{found}");
+                break;
+            }
+            assert!(Instant::now() < deadline, "never found by meaning: {found}");
+            tokio::time::sleep(Duration::from_millis(200)).await;
         }
-        assert!(Instant::now() < deadline, "never found by meaning: {found}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
     }
     drop(on);
 

@@ -8,6 +8,8 @@
 //!   per text, for hosts without the CPU for an encoder;
 //! - [`universal::UniversalEncoder`]: Google's Universal Sentence Encoder multilingual v3, a
 //!   deep averaging network with n-gram convolutions (16 languages, no attention);
+//! - [`blend::Blend`]: several local models as one (the recommended embedder: the Universal
+//!   Sentence Encoder for every language, potion-base-8M beside it for Latin-script text);
 //! - [`remote::OpenAiEmbeddings`]: any OpenAI-compatible `/v1/embeddings` endpoint (Ollama,
 //!   vLLM, llama.cpp, LM Studio, OpenAI), batched, one try per batch within a timeout, its
 //!   answers read up to a cap; whether and when to try again is the caller's choice.
@@ -16,6 +18,7 @@
 //! [`Embedder::model_id`] names the vector space: vectors of two ids are never compared.
 #![forbid(unsafe_code)]
 
+pub mod blend;
 pub mod local;
 pub mod remote;
 pub mod universal;

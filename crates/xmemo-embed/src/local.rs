@@ -28,11 +28,15 @@ fn read_json(path: &Path) -> EmbedResult<Value> {
     serde_json::from_str(&text).map_err(|e| model_error(path, e.to_string()))
 }
 
-/// The model in `folder`: the Universal Sentence Encoder (`config.json` says
+/// The model in `folder`: a blend of other folders (`config.json` says `xmemo-blend`), the
+/// Universal Sentence Encoder (`config.json` says
 /// `use-multilingual-v3`), a model2vec folder (`config.json` says `model2vec`, or its weights
 /// are one `embeddings` matrix) or a sentence-transformers one of the BERT family.
 pub fn open(folder: &Path) -> EmbedResult<Arc<dyn Embedder>> {
     let config = read_json(&folder.join("config.json"))?;
+    if config["model_type"].as_str() == Some(crate::blend::MODEL_TYPE) {
+        return Ok(Arc::new(crate::blend::Blend::load(folder, config, open)?));
+    }
     let weights = folder.join("model.safetensors");
     let bytes = std::fs::read(&weights).map_err(|e| model_error(&weights, e.to_string()))?;
     let tensors = candle_core::safetensors::load_buffer(&bytes, &Device::Cpu)
