@@ -21,6 +21,7 @@
 pub mod blend;
 pub mod local;
 pub mod remote;
+pub mod sentencepiece;
 pub mod universal;
 
 use std::path::PathBuf;

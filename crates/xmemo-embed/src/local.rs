@@ -96,13 +96,59 @@ pub(crate) fn tokenizer(folder: &Path, pad: Option<u32>) -> EmbedResult<Tokenize
     Ok(tokenizer)
 }
 
-/// Runs the blocking `work` off the async runtime.
+/// Runs the blocking `work` off the async runtime: a query's at once on the runtime's blocking
+/// threads (someone waits for it), a document's on the background thread ([`background`]).
 pub(crate) async fn blocking<T: Send + 'static>(
+    purpose: Purpose,
     work: impl FnOnce() -> EmbedResult<T> + Send + 'static,
 ) -> EmbedResult<T> {
-    tokio::task::spawn_blocking(work)
-        .await
-        .map_err(|e| EmbedError::Compute(format!("embedding task stopped: {e}")))?
+    let stopped =
+        |e: &dyn std::fmt::Display| EmbedError::Compute(format!("embedding task stopped: {e}"));
+    match (purpose, background()) {
+        (Purpose::Document, Some(pool)) => {
+            let (answer, answered) = tokio::sync::oneshot::channel();
+            pool.spawn(move || {
+                // The receiver is gone only when the caller stopped waiting.
+                let _ = answer.send(work());
+            });
+            answered.await.map_err(|e| stopped(&e))?
+        }
+        _ => tokio::task::spawn_blocking(work)
+            .await
+            .map_err(|e| stopped(&e))?,
+    }
+}
+
+/// One thread, shared by every local model, at the lowest priority the system has
+/// (`SCHED_IDLE` on Linux): documents are embedded with the CPU that requests leave unused, so
+/// the embedding worker never slows saves or recalls down; it catches up when they stop. A
+/// one-thread rayon pool, so candle's matrix products run on it too, not on the global pool.
+/// `None` if the thread cannot be started (the runtime's blocking threads are used instead).
+fn background() -> Option<&'static rayon::ThreadPool> {
+    static POOL: std::sync::OnceLock<Option<rayon::ThreadPool>> = std::sync::OnceLock::new();
+    POOL.get_or_init(|| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .thread_name(|_| "xmemo-embed-background".into())
+            .start_handler(|_| {
+                use thread_priority::unix::{
+                    NormalThreadSchedulePolicy, ThreadSchedulePolicy,
+                    set_thread_priority_and_policy, thread_native_id,
+                };
+                let idle = ThreadSchedulePolicy::Normal(NormalThreadSchedulePolicy::Idle);
+                if let Err(e) = set_thread_priority_and_policy(
+                    thread_native_id(),
+                    thread_priority::ThreadPriority::Min,
+                    idle,
+                ) {
+                    tracing::warn!(error = ?e, "the embedding thread keeps the normal priority");
+                }
+            })
+            .build()
+            .map_err(|e| tracing::warn!(error = %e, "no background embedding thread"))
+            .ok()
+    })
+    .as_ref()
 }
 
 /// A sentence-transformers folder of the BERT family: `config.json`, `model.safetensors`,
@@ -246,7 +292,7 @@ impl Embedder for SentenceTransformer {
     async fn embed(&self, texts: &[String], purpose: Purpose) -> EmbedResult<Vec<Vec<f32>>> {
         let inner = Arc::clone(&self.inner);
         let texts = texts.to_vec();
-        blocking(move || inner.encode(&texts, purpose)).await
+        blocking(purpose, move || inner.encode(&texts, purpose)).await
     }
 }
 
@@ -345,9 +391,27 @@ impl Embedder for StaticModel {
         Some(self.inner.dims)
     }
 
-    async fn embed(&self, texts: &[String], _purpose: Purpose) -> EmbedResult<Vec<Vec<f32>>> {
+    async fn embed(&self, texts: &[String], purpose: Purpose) -> EmbedResult<Vec<Vec<f32>>> {
         let inner = Arc::clone(&self.inner);
         let texts = texts.to_vec();
-        blocking(move || inner.encode(&texts)).await
+        blocking(purpose, move || inner.encode(&texts)).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn documents_are_embedded_at_idle_priority_and_queries_are_not() {
+        use thread_priority::unix::{
+            NormalThreadSchedulePolicy, ThreadSchedulePolicy, thread_schedule_policy,
+        };
+        let idle = ThreadSchedulePolicy::Normal(NormalThreadSchedulePolicy::Idle);
+        let policy = || thread_schedule_policy().map_err(|e| EmbedError::Compute(format!("{e:?}")));
+        let document = blocking(Purpose::Document, policy).await.expect("policy");
+        assert_eq!(document, idle);
+        let query = blocking(Purpose::Query, policy).await.expect("policy");
+        assert_ne!(query, idle);
     }
 }

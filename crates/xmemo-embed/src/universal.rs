@@ -10,13 +10,13 @@
 //! `model.safetensors` (the piece table as 8-bit rows, one scale and offset per row residue
 //! class modulo 17, the rest f32).
 
-use crate::local::{blocking, model_error, tokenizer};
+use crate::local::{MAX_TOKENS, blocking, model_error};
+use crate::sentencepiece::Unigram;
 use crate::{EmbedError, EmbedResult, Embedder, Purpose, normalize};
 use candle_core::{DType, Device, Tensor};
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
-use tokenizers::Tokenizer;
 
 /// What the folder's `config.json` says its `model_type` is.
 pub const MODEL_TYPE: &str = "use-multilingual-v3";
@@ -53,7 +53,7 @@ struct Branch {
 
 struct Network {
     id: String,
-    tokenizer: Tokenizer,
+    tokenizer: Unigram,
     /// One row of `EMBEDDING` bytes per piece.
     table: Vec<u8>,
     scale: [f32; CLASSES],
@@ -130,7 +130,7 @@ impl UniversalEncoder {
             .unwrap_or(1e-6) as f64;
         let network = Network {
             id,
-            tokenizer: tokenizer(folder, None)?,
+            tokenizer: read_tokenizer(folder)?,
             table,
             scale,
             offset,
@@ -155,6 +155,12 @@ impl UniversalEncoder {
             inner: Arc::new(network),
         })
     }
+}
+
+fn read_tokenizer(folder: &Path) -> EmbedResult<Unigram> {
+    let path = folder.join("tokenizer.json");
+    let json = std::fs::read_to_string(&path).map_err(|e| model_error(&path, e.to_string()))?;
+    Unigram::from_json(&json).map_err(|reason| model_error(&path, reason))
 }
 
 /// The piece table as bytes, checked to hold a whole number of rows.
@@ -184,11 +190,16 @@ impl Network {
         let mut batch: Vec<Vec<u32>> = Vec::new();
         let mut pieces = 0usize;
         for text in texts {
-            let encoding = self
+            // A piece holds at least one character: past this many, the text's pieces are
+            // cut off anyway, so a 16 KiB memory costs no more than its beginning.
+            let head = match text.char_indices().nth(MAX_TOKENS * 8) {
+                Some((at, _)) => &text[..at],
+                None => text.as_str(),
+            };
+            let ids = self
                 .tokenizer
-                .encode_fast(text.as_str(), true)
-                .map_err(|e| EmbedError::Compute(e.to_string()))?;
-            let ids = encoding.get_ids().to_vec();
+                .encode(head, MAX_TOKENS)
+                .map_err(EmbedError::Compute)?;
             if !batch.is_empty() && pieces + ids.len() > TOKEN_BUDGET {
                 out.extend(self.forward(&batch)?);
                 batch.clear();
@@ -331,10 +342,10 @@ impl Embedder for UniversalEncoder {
         Some(EMBEDDING)
     }
 
-    async fn embed(&self, texts: &[String], _purpose: Purpose) -> EmbedResult<Vec<Vec<f32>>> {
+    async fn embed(&self, texts: &[String], purpose: Purpose) -> EmbedResult<Vec<Vec<f32>>> {
         let inner = Arc::clone(&self.inner);
         let texts = texts.to_vec();
-        blocking(move || inner.encode(&texts)).await
+        blocking(purpose, move || inner.encode(&texts)).await
     }
 }
 

@@ -217,6 +217,32 @@ async fn the_universal_encoder_gives_the_reference_vectors_in_every_batch() {
         let cosine = dot(&together[i], &expected[i]);
         assert!(cosine > 0.999, "{text}: cosine {cosine} to the reference");
     }
+    // The pieces as the package's tokenizer cuts them (two unknown characters in a row are
+    // two unknown pieces; full-width letters, tabs and runs of spaces normalised).
+    let tokenizer = xmemo_embed::sentencepiece::Unigram::from_json(
+        &std::fs::read_to_string(folder.join("tokenizer.json")).expect("tokenizer.json"),
+    )
+    .expect("tokenizer");
+    let pieces = &reference["pieces"];
+    for (text, ids) in pieces["texts"]
+        .as_array()
+        .expect("texts")
+        .iter()
+        .zip(pieces["ids"].as_array().expect("ids"))
+    {
+        let text = text.as_str().expect("text");
+        let expected: Vec<u32> = ids
+            .as_array()
+            .expect("ids")
+            .iter()
+            .map(|id| id.as_u64().expect("id") as u32)
+            .collect();
+        assert_eq!(
+            tokenizer.encode(text, 256).expect("encode"),
+            expected,
+            "{text}"
+        );
+    }
     // Meaning across languages: the English and Chinese deploy failures are closer to each
     // other than to the dinner, in either language.
     assert!(dot(&together[0], &together[1]) > dot(&together[0], &together[5]) + 0.3);
