@@ -119,16 +119,18 @@ pub(crate) async fn blocking<T: Send + 'static>(
     }
 }
 
-/// One thread, shared by every local model, at the lowest priority the system has
-/// (`SCHED_IDLE` on Linux): documents are embedded with the CPU that requests leave unused, so
-/// the embedding worker never slows saves or recalls down; it catches up when they stop. A
-/// one-thread rayon pool, so candle's matrix products run on it too, not on the global pool.
-/// `None` if the thread cannot be started (the runtime's blocking threads are used instead).
+/// A thread per core (up to 4), shared by every local model, at the lowest priority the system
+/// has (`SCHED_IDLE` on Linux): documents are embedded with the CPU that requests leave unused,
+/// so the embedding worker never slows saves or recalls down; it catches up when they stop. A
+/// rayon pool of its own, so candle's matrix products run on these threads too, not on the
+/// global pool. `None` if the pool cannot be started (the runtime's blocking threads are used
+/// instead).
 fn background() -> Option<&'static rayon::ThreadPool> {
     static POOL: std::sync::OnceLock<Option<rayon::ThreadPool>> = std::sync::OnceLock::new();
     POOL.get_or_init(|| {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         rayon::ThreadPoolBuilder::new()
-            .num_threads(1)
+            .num_threads(cores.min(4))
             .thread_name(|_| "xmemo-embed-background".into())
             .start_handler(|_| {
                 use thread_priority::unix::{
@@ -304,7 +306,9 @@ pub struct StaticModel {
 
 struct Table {
     id: String,
-    rows: Vec<f32>,
+    /// Half precision: the table is most of the model's memory, and a mean of a few rows loses
+    /// nothing a cosine can see at 16 bits.
+    rows: Vec<half::f16>,
     dims: usize,
     tokenizer: Tokenizer,
 }
@@ -331,9 +335,9 @@ impl StaticModel {
             .dims2()
             .map_err(|e| model_error(&weights, e.to_string()))?;
         let rows = matrix
-            .to_dtype(DType::F32)
+            .to_dtype(DType::F16)
             .and_then(|m| m.flatten_all())
-            .and_then(|m| m.to_vec1::<f32>())
+            .and_then(|m| m.to_vec1::<half::f16>())
             .map_err(|e| model_error(&weights, e.to_string()))?;
         Ok(Self {
             inner: Arc::new(Table {
@@ -362,7 +366,7 @@ impl Table {
                     let start = *id as usize * self.dims;
                     if let Some(row) = self.rows.get(start..start + self.dims) {
                         for (x, r) in v.iter_mut().zip(row) {
-                            *x += r;
+                            *x += r.to_f32();
                         }
                         n += 1;
                     }
