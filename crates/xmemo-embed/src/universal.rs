@@ -15,6 +15,7 @@ use crate::sentencepiece::Unigram;
 use crate::{EmbedError, EmbedResult, Embedder, Purpose, normalize};
 use candle_core::{DType, Device, Tensor};
 use std::collections::HashMap;
+use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -55,7 +56,7 @@ struct Network {
     id: String,
     tokenizer: Unigram,
     /// One row of `EMBEDDING` bytes per piece.
-    table: Vec<u8>,
+    table: PieceTable,
     scale: [f32; CLASSES],
     offset: [f32; CLASSES],
     projection: Tensor,
@@ -84,7 +85,7 @@ impl UniversalEncoder {
     ) -> EmbedResult<Self> {
         let weights = folder.join("model.safetensors");
         let bad = |e: candle_core::Error| model_error(&weights, e.to_string());
-        let table = tensors_table(&mut tensors, &weights)?;
+        let table = PieceTable::open(&mut tensors, &weights)?;
         let mut take = |name: &str, shape: &[usize]| -> EmbedResult<Tensor> {
             let t = tensors
                 .remove(name)
@@ -163,30 +164,71 @@ fn read_tokenizer(folder: &Path) -> EmbedResult<Unigram> {
     Unigram::from_json(&json).map_err(|reason| model_error(&path, reason))
 }
 
-/// The piece table as bytes, checked to hold a whole number of rows.
-fn tensors_table(tensors: &mut HashMap<String, Tensor>, weights: &Path) -> EmbedResult<Vec<u8>> {
-    let table = tensors
-        .remove("table")
-        .ok_or_else(|| model_error(weights, "no `table` tensor"))?;
-    if table.dtype() != DType::U8 || table.dims().get(1) != Some(&EMBEDDING) {
-        return Err(model_error(
-            weights,
-            format!(
-                "`table` is {:?} {:?}, not u8 rows of {EMBEDDING}",
-                table.dtype(),
-                table.dims()
-            ),
-        ));
+/// The piece table, read row by row from the weights file as texts need them (`pread`), never
+/// held: 65 MB of rows of which a store's texts use a few thousand. The page cache keeps the
+/// rows in use, shared between processes and given back under memory pressure.
+struct PieceTable {
+    file: std::fs::File,
+    /// Where the first row starts in the file.
+    start: u64,
+    rows: usize,
+}
+
+impl PieceTable {
+    /// The table of `weights`, whose tensors (`table` among them) were read already.
+    fn open(tensors: &mut HashMap<String, Tensor>, weights: &Path) -> EmbedResult<Self> {
+        let bad = |reason: String| model_error(weights, reason);
+        let table = tensors
+            .remove("table")
+            .ok_or_else(|| bad("no `table` tensor".into()))?;
+        let rows = match table.dims() {
+            [rows, EMBEDDING] if table.dtype() == DType::U8 => *rows,
+            dims => {
+                return Err(bad(format!(
+                    "`table` is {:?} {dims:?}, not u8 rows of {EMBEDDING}",
+                    table.dtype()
+                )));
+            }
+        };
+        drop(table);
+        let file = std::fs::File::open(weights).map_err(|e| bad(e.to_string()))?;
+        // safetensors: a little-endian u64 header length, the JSON header, then the data.
+        let mut length = [0u8; 8];
+        file.read_exact_at(&mut length, 0)
+            .map_err(|e| bad(e.to_string()))?;
+        let length = u64::from_le_bytes(length);
+        let mut header = vec![0u8; usize::try_from(length).map_err(|e| bad(e.to_string()))?];
+        file.read_exact_at(&mut header, 8)
+            .map_err(|e| bad(e.to_string()))?;
+        let header: serde_json::Value =
+            serde_json::from_slice(&header).map_err(|e| bad(e.to_string()))?;
+        let first = header["table"]["data_offsets"][0]
+            .as_u64()
+            .ok_or_else(|| bad("no offset for `table`".into()))?;
+        let start = 8 + length + first;
+        let size = file.metadata().map_err(|e| bad(e.to_string()))?.len();
+        if start + (rows * EMBEDDING) as u64 > size {
+            return Err(bad("`table` runs past the end of the file".into()));
+        }
+        Ok(Self { file, start, rows })
     }
-    table
-        .flatten_all()
-        .and_then(|t| t.to_vec1::<u8>())
-        .map_err(|e| model_error(weights, e.to_string()))
+
+    /// Piece `id`'s row into `row`; `false` for an id past the table.
+    fn read(&self, id: usize, row: &mut [u8; EMBEDDING]) -> EmbedResult<bool> {
+        if id >= self.rows {
+            return Ok(false);
+        }
+        self.file
+            .read_exact_at(row, self.start + (id * EMBEDDING) as u64)
+            .map_err(|e| EmbedError::Compute(format!("reading the piece table: {e}")))?;
+        Ok(true)
+    }
 }
 
 impl Network {
     fn encode(&self, texts: &[String]) -> EmbedResult<Vec<Vec<f32>>> {
-        let mut out = Vec::with_capacity(texts.len());
+        use rayon::prelude::*;
+        let mut batches: Vec<Vec<Vec<u32>>> = Vec::new();
         let mut batch: Vec<Vec<u32>> = Vec::new();
         let mut pieces = 0usize;
         for text in texts {
@@ -201,17 +243,30 @@ impl Network {
                 .encode(head, MAX_TOKENS)
                 .map_err(EmbedError::Compute)?;
             if !batch.is_empty() && pieces + ids.len() > TOKEN_BUDGET {
-                out.extend(self.forward(&batch)?);
-                batch.clear();
+                batches.push(std::mem::take(&mut batch));
                 pieces = 0;
             }
             pieces += ids.len();
             batch.push(ids);
         }
         if !batch.is_empty() {
-            out.extend(self.forward(&batch)?);
+            batches.push(batch);
         }
-        Ok(out)
+        // One batch per thread of the pool this runs in (the background pool for documents):
+        // a product of a few hundred rows keeps only one core busy. A query is one batch, run
+        // here rather than handed to a pool.
+        let vectors = if batches.len() > 1 {
+            batches
+                .par_iter()
+                .map(|batch| self.forward(batch))
+                .collect::<EmbedResult<Vec<_>>>()?
+        } else {
+            batches
+                .iter()
+                .map(|batch| self.forward(batch))
+                .collect::<EmbedResult<Vec<_>>>()?
+        };
+        Ok(vectors.into_iter().flatten().collect())
     }
 
     /// The vectors of the texts whose pieces are `texts`, their pieces run as one flat batch
@@ -221,13 +276,15 @@ impl Network {
         let cpu = &Device::Cpu;
         let n: usize = texts.iter().map(Vec::len).sum();
         let mut rows = Vec::with_capacity(n * EMBEDDING);
+        let mut row = [0u8; EMBEDDING];
         for &id in texts.iter().flatten() {
             let id = id as usize;
             let class = id % CLASSES;
             let (scale, offset) = (self.scale[class], self.offset[class]);
-            match self.table.get(id * EMBEDDING..(id + 1) * EMBEDDING) {
-                Some(row) => rows.extend(row.iter().map(|&q| q as f32 * scale + offset)),
-                None => rows.extend(std::iter::repeat_n(0.0, EMBEDDING)),
+            if self.table.read(id, &mut row)? {
+                rows.extend(row.iter().map(|&q| q as f32 * scale + offset));
+            } else {
+                rows.extend(std::iter::repeat_n(0.0, EMBEDDING));
             }
         }
         let embedded = Tensor::from_vec(rows, (n, EMBEDDING), cpu).map_err(compute)?;
