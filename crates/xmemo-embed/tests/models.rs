@@ -43,13 +43,12 @@ fn cached_folder(variable: &str, name: &str, what: &str) -> Option<PathBuf> {
     }
 }
 
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
-}
-
-#[tokio::test]
-async fn a_sentence_transformer_folder_embeds_meaning() {
-    let Some(folder) = model_folder() else { return };
+/// The model in `folder`, checked to give vectors of `dims` under an id starting `id_prefix`.
+async fn open_checked(
+    folder: &std::path::Path,
+    dims: usize,
+    id_prefix: &str,
+) -> std::sync::Arc<dyn xmemo_embed::Embedder> {
     let spec = EmbedderSpec {
         model: Some(folder.display().to_string()),
         ..EmbedderSpec::default()
@@ -58,12 +57,23 @@ async fn a_sentence_transformer_folder_embeds_meaning() {
         .await
         .expect("open")
         .expect("a model");
-    assert_eq!(model.dimensions(), Some(384));
+    assert_eq!(model.dimensions(), Some(dims));
     assert!(
-        model.model_id().starts_with("local/all-minilm-l6-v2/"),
+        model.model_id().starts_with(id_prefix),
         "{}",
         model.model_id()
     );
+    model
+}
+
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+#[tokio::test]
+async fn a_sentence_transformer_folder_embeds_meaning() {
+    let Some(folder) = model_folder() else { return };
+    let model = open_checked(&folder, 384, "local/all-minilm-l6-v2/").await;
     let texts: Vec<String> = [
         "How do I ship the billing service to production?",
         "Steps to release the invoicing app to the live servers",
@@ -187,20 +197,7 @@ async fn the_universal_encoder_gives_the_reference_vectors_in_every_batch() {
                 .collect()
         })
         .collect();
-    let spec = EmbedderSpec {
-        model: Some(folder.display().to_string()),
-        ..EmbedderSpec::default()
-    };
-    let model = xmemo_embed::open(&spec)
-        .await
-        .expect("open")
-        .expect("a model");
-    assert_eq!(model.dimensions(), Some(512));
-    assert!(
-        model.model_id().starts_with("local/use-multilingual/"),
-        "{}",
-        model.model_id()
-    );
+    let model = open_checked(&folder, 512, "local/use-multilingual/").await;
     // All the texts in one flat batch, then each alone: a text's vector does not depend on
     // its neighbours in the batch.
     let together = model.embed(&texts, Purpose::Document).await.expect("embed");
