@@ -245,3 +245,75 @@ async fn the_universal_encoder_gives_the_reference_vectors_in_every_batch() {
     assert!(dot(&together[0], &together[1]) > dot(&together[0], &together[5]) + 0.3);
     assert!(dot(&together[1], &together[0]) > dot(&together[1], &together[4]) + 0.3);
 }
+
+/// A model2vec folder in `dir` over MiniLM's vocabulary (taken from `tokenizer_from`) whose
+/// every row is `row`.
+fn constant_static_model(dir: &std::path::Path, tokenizer_from: &std::path::Path, row: [f32; 2]) {
+    std::fs::create_dir_all(dir).expect("dir");
+    std::fs::copy(
+        tokenizer_from.join("tokenizer.json"),
+        dir.join("tokenizer.json"),
+    )
+    .expect("copy");
+    std::fs::write(dir.join("config.json"), r#"{"model_type": "model2vec"}"#).expect("config");
+    let vocab = 30522usize;
+    let rows: Vec<f32> = (0..vocab).flat_map(|_| row).collect();
+    let tensor =
+        candle_core::Tensor::from_vec(rows, (vocab, 2), &candle_core::Device::Cpu).expect("tensor");
+    candle_core::safetensors::save(
+        &std::collections::HashMap::from([("embeddings".to_string(), tensor)]),
+        dir.join("model.safetensors"),
+    )
+    .expect("save");
+}
+
+#[tokio::test]
+async fn a_blend_sets_its_parts_side_by_side_and_a_latin_part_speaks_only_for_latin_text() {
+    let Some(minilm) = model_folder() else { return };
+    let models = tempfile::tempdir().expect("tempdir");
+    constant_static_model(&models.path().join("every"), &minilm, [1.0, 0.0]);
+    constant_static_model(&models.path().join("latin"), &minilm, [0.0, 1.0]);
+    let blend = models.path().join("blend");
+    std::fs::create_dir_all(&blend).expect("dir");
+    std::fs::write(
+        blend.join("config.json"),
+        r#"{"model_type": "xmemo-blend", "parts": [
+            {"model": "../every", "weight": 0.6},
+            {"model": "../latin", "weight": 0.4, "scripts": "latin"}]}"#,
+    )
+    .expect("config");
+    let model = open_checked(&blend, 4, "blend/blend/").await;
+    let texts = ["hello world".to_string(), "你好".to_string()];
+    let v = model.embed(&texts, Purpose::Document).await.expect("embed");
+    let close = |a: &[f32], b: &[f32]| a.iter().zip(b).all(|(x, y)| (x - y).abs() < 1e-5);
+    let (s6, s4) = (0.6f32.sqrt(), 0.4f32.sqrt());
+    assert!(close(&v[0], &[s6, 0.0, 0.0, s4]), "{:?}", v[0]);
+    assert!(close(&v[1], &[1.0, 0.0, 0.0, 0.0]), "{:?}", v[1]);
+
+    // A blend of blends, and a part without weight, are refused by name.
+    let nested = models.path().join("nested");
+    std::fs::create_dir_all(&nested).expect("dir");
+    std::fs::write(
+        nested.join("config.json"),
+        r#"{"model_type": "xmemo-blend", "parts": [{"model": "../blend", "weight": 1}]}"#,
+    )
+    .expect("config");
+    let spec = |folder: &std::path::Path| EmbedderSpec {
+        model: Some(folder.display().to_string()),
+        ..EmbedderSpec::default()
+    };
+    let err = xmemo_embed::open(&spec(&nested)).await.expect_err("nested");
+    assert!(
+        err.to_string().contains("cannot be part of a blend"),
+        "{err}"
+    );
+    std::fs::write(
+        nested.join("config.json"),
+        r#"{"model_type": "xmemo-blend", "parts": [{"model": "../every", "weight": 0}]}"#,
+    )
+    .expect("config");
+    let err = xmemo_embed::open(&spec(&nested))
+        .await
+        .expect_err("no weight");
+    assert!(err.to_string().contains("above 0"), "{err}");
+}
