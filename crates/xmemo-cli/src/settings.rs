@@ -49,9 +49,10 @@ pub struct ServeArgs {
 /// ([`default_model_dir`]), else off.
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct SemanticArgs {
-    /// A local model folder (sentence-transformers BERT family, or model2vec), or with
-    /// --embeddings-url the model name the endpoint serves; `none` turns the lane off
-    /// [default: the recommended model's folder when it holds the model]
+    /// A local model folder (sentence-transformers BERT family, model2vec, Universal Sentence
+    /// Encoder, or a blend of them), or with --embeddings-url the model name the endpoint
+    /// serves; `none` turns the lane off [default: the recommended model's folder when it
+    /// holds the model]
     #[arg(long, env = "XMEMO_EMBEDDING_MODEL")]
     pub embedding_model: Option<String>,
     /// An OpenAI-compatible embeddings endpoint (e.g. http://127.0.0.1:11434/v1 for Ollama);
