@@ -48,6 +48,11 @@ const EXACT_SCAN_MAX: usize = 8_192;
 const SHORTLIST_PER_RESULT: usize = 10;
 /// At least this many candidates are compared exactly.
 const SHORTLIST_MIN: usize = 500;
+/// Vectors longer than this many words of sign bits (256 dimensions) are first cut on these
+/// words alone, keeping [`COARSE_KEEP`] × the shortlist: with the 768 dimensions of the
+/// recommended blend, reading every bit of 100k rows was a fifth of a recall's CPU.
+const COARSE_WORDS: usize = 4;
+const COARSE_KEEP: usize = 4;
 
 /// The sign of each component, 64 to a word: two vectors' Hamming distance orders them
 /// roughly as their cosine does, at a few instructions per row.
@@ -263,7 +268,23 @@ impl VectorIndex {
             let mut query_bits = Vec::with_capacity(self.words);
             sign_bits(&query.values, &mut query_bits);
             let words = self.words;
-            let mut by_bits: Vec<(u32, usize)> = candidates
+            // Long vectors: a first cut on their first bits only, then every bit of what it
+            // keeps.
+            let coarse =
+                (words > COARSE_WORDS && candidates.len() > COARSE_KEEP * shortlist).then(|| {
+                    let mut by_bits: Vec<(u32, usize)> = candidates
+                        .iter()
+                        .map(|&at| {
+                            let bits = &self.bits[at * words..at * words + COARSE_WORDS];
+                            (hamming(bits, &query_bits[..COARSE_WORDS]), at)
+                        })
+                        .collect();
+                    by_bits.select_nth_unstable(COARSE_KEEP * shortlist - 1);
+                    by_bits.truncate(COARSE_KEEP * shortlist);
+                    by_bits.into_iter().map(|(_, at)| at).collect::<Vec<_>>()
+                });
+            let mut by_bits: Vec<(u32, usize)> = coarse
+                .unwrap_or(candidates)
                 .into_iter()
                 .map(|at| {
                     let bits = &self.bits[at * words..(at + 1) * words];
@@ -366,7 +387,13 @@ mod tests {
 
     #[test]
     fn many_rows_are_shortlisted_by_their_sign_bits_and_the_nearest_still_found() {
-        let dims = 64;
+        // 64 dimensions: one cut on every bit; 320: a first cut on the first 256 bits.
+        for dims in [64, 320] {
+            shortlisted_rows_keep_the_nearest(dims);
+        }
+    }
+
+    fn shortlisted_rows_keep_the_nearest(dims: usize) {
         let rows = EXACT_SCAN_MAX * 2;
         let mut next = noise(7);
         let mut index = VectorIndex::new("m");
