@@ -32,8 +32,9 @@ pub const MODEL_TYPE: &str = "xmemo-blend";
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Config {
-    #[allow(dead_code)]
-    model_type: String,
+    /// Read only to decide that the folder is a blend ([`MODEL_TYPE`]).
+    #[serde(rename = "model_type")]
+    _model_type: serde::de::IgnoredAny,
     parts: Vec<PartConfig>,
 }
 
@@ -75,11 +76,11 @@ impl Blend {
     /// part's folder.
     pub(crate) fn load(
         folder: &Path,
-        config: serde_json::Value,
+        config: &serde_json::Value,
         open_part: impl Fn(&Path) -> EmbedResult<Arc<dyn Embedder>>,
     ) -> EmbedResult<Self> {
         let config_path = folder.join("config.json");
-        let config: Config = serde_json::from_value(config)
+        let config = Config::deserialize(config)
             .map_err(|e| model_error(&config_path, format!("not a blend: {e}")))?;
         if config.parts.is_empty() {
             return Err(model_error(&config_path, "a blend needs at least one part"));

@@ -34,17 +34,18 @@ fn read_json(path: &Path) -> EmbedResult<Value> {
 /// are one `embeddings` matrix) or a sentence-transformers one of the BERT family.
 pub fn open(folder: &Path) -> EmbedResult<Arc<dyn Embedder>> {
     let config = read_json(&folder.join("config.json"))?;
-    if config["model_type"].as_str() == Some(crate::blend::MODEL_TYPE) {
-        return Ok(Arc::new(crate::blend::Blend::load(folder, config, open)?));
+    let model_type = config["model_type"].as_str();
+    if model_type == Some(crate::blend::MODEL_TYPE) {
+        return Ok(Arc::new(crate::blend::Blend::load(folder, &config, open)?));
     }
     let weights = folder.join("model.safetensors");
     let bytes = std::fs::read(&weights).map_err(|e| model_error(&weights, e.to_string()))?;
     let tensors = candle_core::safetensors::load_buffer(&bytes, &Device::Cpu)
         .map_err(|e| model_error(&weights, e.to_string()))?;
     let id = model_id(folder, &bytes)?;
-    let is_static = config["model_type"].as_str() == Some("model2vec")
+    let is_static = model_type == Some("model2vec")
         || (tensors.len() == 1 && tensors.contains_key("embeddings"));
-    if config["model_type"].as_str() == Some(crate::universal::MODEL_TYPE) {
+    if model_type == Some(crate::universal::MODEL_TYPE) {
         Ok(Arc::new(crate::universal::UniversalEncoder::load(
             folder, tensors, id,
         )?))
@@ -76,7 +77,7 @@ fn model_id(folder: &Path, weights: &[u8]) -> EmbedResult<String> {
     ))
 }
 
-pub(crate) fn tokenizer(folder: &Path, pad: Option<u32>) -> EmbedResult<Tokenizer> {
+fn tokenizer(folder: &Path, pad: Option<u32>) -> EmbedResult<Tokenizer> {
     let path = folder.join("tokenizer.json");
     let mut tokenizer =
         Tokenizer::from_file(&path).map_err(|e| model_error(&path, e.to_string()))?;
@@ -97,7 +98,7 @@ pub(crate) fn tokenizer(folder: &Path, pad: Option<u32>) -> EmbedResult<Tokenize
 }
 
 /// Runs the blocking `work` off the async runtime: a query's at once on the runtime's blocking
-/// threads (someone waits for it), a document's on the background thread ([`background`]).
+/// threads (someone waits for it), a document's on the background pool ([`background`]).
 pub(crate) async fn blocking<T: Send + 'static>(
     purpose: Purpose,
     work: impl FnOnce() -> EmbedResult<T> + Send + 'static,

@@ -123,12 +123,13 @@ impl UniversalEncoder {
             });
         }
         let features = EMBEDDING + ORDERS.len() * BRANCH;
-        let eps = take("eps", &[1])?
-            .to_vec1::<f32>()
-            .map_err(bad)?
-            .first()
-            .copied()
-            .unwrap_or(1e-6) as f64;
+        // A one-element tensor, as `take` checked.
+        let eps = f64::from(
+            take("eps", &[1])?
+                .squeeze(0)
+                .and_then(|t| t.to_scalar::<f32>())
+                .map_err(bad)?,
+        );
         let network = Network {
             id,
             tokenizer: read_tokenizer(folder)?,

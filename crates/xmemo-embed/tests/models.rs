@@ -290,7 +290,7 @@ async fn a_blend_sets_its_parts_side_by_side_and_a_latin_part_speaks_only_for_la
     assert!(close(&v[0], &[s6, 0.0, 0.0, s4]), "{:?}", v[0]);
     assert!(close(&v[1], &[1.0, 0.0, 0.0, 0.0]), "{:?}", v[1]);
 
-    // A blend of blends, and a part without weight, are refused by name.
+    // A blend of blends, a part without weight and a blend of nothing are refused by name.
     let nested = models.path().join("nested");
     std::fs::create_dir_all(&nested).expect("dir");
     std::fs::write(
@@ -316,4 +316,56 @@ async fn a_blend_sets_its_parts_side_by_side_and_a_latin_part_speaks_only_for_la
         .await
         .expect_err("no weight");
     assert!(err.to_string().contains("above 0"), "{err}");
+    std::fs::write(
+        nested.join("config.json"),
+        r#"{"model_type": "xmemo-blend", "parts": []}"#,
+    )
+    .expect("config");
+    let err = xmemo_embed::open(&spec(&nested))
+        .await
+        .expect_err("no parts");
+    assert!(err.to_string().contains("at least one part"), "{err}");
+}
+
+#[tokio::test]
+async fn a_universal_encoder_folder_with_missing_or_misshapen_weights_is_refused_by_name() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("config.json"),
+        r#"{"model_type": "use-multilingual-v3"}"#,
+    )
+    .expect("config");
+    // The folder's id is made from its files; the weights are refused before the tokenizer
+    // is read.
+    std::fs::write(dir.path().join("tokenizer.json"), "{}").expect("tokenizer");
+    let save = |tensors: Vec<(&str, candle_core::Tensor)>| {
+        candle_core::safetensors::save(
+            &tensors
+                .into_iter()
+                .map(|(name, t)| (name.to_string(), t))
+                .collect::<std::collections::HashMap<_, _>>(),
+            dir.path().join("model.safetensors"),
+        )
+        .expect("save");
+    };
+    let cpu = &candle_core::Device::Cpu;
+    let spec = EmbedderSpec {
+        model: Some(dir.path().display().to_string()),
+        ..EmbedderSpec::default()
+    };
+    // A piece table whose rows are not 512 bytes wide.
+    save(vec![(
+        "table",
+        candle_core::Tensor::zeros((10, 100), candle_core::DType::U8, cpu).expect("tensor"),
+    )]);
+    let err = xmemo_embed::open(&spec).await.expect_err("misshapen table");
+    assert!(err.to_string().contains("`table` is U8 [10, 100]"), "{err}");
+    assert!(!err.transient());
+    // A right table, and nothing else.
+    save(vec![(
+        "table",
+        candle_core::Tensor::zeros((10, 512), candle_core::DType::U8, cpu).expect("tensor"),
+    )]);
+    let err = xmemo_embed::open(&spec).await.expect_err("no scales");
+    assert!(err.to_string().contains("no `scale` tensor"), "{err}");
 }
