@@ -38,7 +38,7 @@ enum Command {
     /// MCP server on stdio that forwards to a remote xmemo over HTTP(S) (XMEMO_URL, XMEMO_KEY)
     Mcp(mcp_bridge::McpArgs),
     /// Print, or merge into a client's own configuration file (--write), the MCP entry that
-    /// connects Claude Code, Cursor, Codex, VS Code, Gemini CLI or a headless runner
+    /// connects Claude Code, Cursor, Codex, VS Code, Gemini CLI, Copilot CLI or a headless runner
     Connect(connect::ConnectArgs),
     /// Check this machine's connection to a server: URL, XMEMO_KEY and its scopes, the MCP
     /// endpoint's tools, OAuth metadata, the agent instance id (each failure with its fix)

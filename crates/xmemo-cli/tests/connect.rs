@@ -51,6 +51,19 @@ args = ["-y", "docs-mcp"]  # keep this comment
 model = "o4-mini"
 "#;
 
+const COPILOT: &str = r#"{
+  "mcpServers": {
+    "playwright": {
+      "type": "local",
+      "command": "npx",
+      "args": ["@playwright/mcp@latest"],
+      "env": {},
+      "tools": ["*"]
+    }
+  }
+}
+"#;
+
 struct Case {
     client: &'static str,
     file: &'static str,
@@ -61,7 +74,7 @@ struct Case {
     profile: Option<&'static str>,
 }
 
-const CASES: [Case; 5] = [
+const CASES: [Case; 6] = [
     Case {
         client: "claude-code",
         file: ".mcp.json",
@@ -100,6 +113,14 @@ const CASES: [Case; 5] = [
         original: CODEX,
         servers_key: "mcp_servers",
         key_reference: None,
+        profile: None,
+    },
+    Case {
+        client: "copilot",
+        file: "mcp-config.json",
+        original: COPILOT,
+        servers_key: "mcpServers",
+        key_reference: Some("${XMEMO_KEY}"),
         profile: None,
     },
 ];
@@ -398,6 +419,7 @@ fn default_locations_are_the_clients_own() {
         ("vscode", env.config_home().join("Code/User/mcp.json")),
         ("claude-code", env.tmp.path().join(".mcp.json")),
         ("codex", codex_home.join("config.toml")),
+        ("copilot", home.join(".copilot/mcp-config.json")),
     ];
     for (client, expected) in cases {
         let out = env
@@ -549,6 +571,141 @@ fn docs_show_what_connect_prints() {
                 assert!(
                     docs.contains(&words.join(" ")),
                     "docs/mcp.md lacks {words:?}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn copilot_entries_are_copilot_clis_own_shape_and_follow_copilot_home() {
+    let env = Env::start();
+    let oauth = env
+        .run(
+            &["connect", "copilot", "--url", &env.server.url, "--json"],
+            &[],
+        )
+        .ok()
+        .json();
+    // Copilot CLI refuses a server without `type` and `tools`.
+    assert_eq!(
+        oauth["entry"],
+        json!({"type": "http", "url": format!("{}/mcp", env.server.url), "tools": ["*"]})
+    );
+    let key = env
+        .run(
+            &[
+                "connect",
+                "copilot",
+                "--auth",
+                "key",
+                "--url",
+                &env.server.url,
+                "--json",
+            ],
+            &[],
+        )
+        .ok()
+        .json();
+    assert_eq!(key["entry"]["type"], "local");
+    assert_eq!(key["entry"]["tools"], json!(["*"]));
+    assert_eq!(key["entry"]["env"]["XMEMO_KEY"], "${XMEMO_KEY}");
+
+    let copilot_home = env.tmp.path().join("copilot-home");
+    let out = env
+        .run(
+            &[
+                "connect",
+                "copilot",
+                "--write",
+                "--url",
+                &env.server.url,
+                "--json",
+            ],
+            &[("COPILOT_HOME", copilot_home.to_str().unwrap())],
+        )
+        .ok()
+        .json();
+    assert_eq!(out["write"]["created"], true, "{out}");
+    assert!(copilot_home.join("mcp-config.json").exists());
+}
+
+#[test]
+fn the_suggested_write_command_keeps_the_choices_made() {
+    let env = Env::start();
+    let url = env.server.url.clone();
+    let text = |args: &[&str]| {
+        let mut all = vec!["connect"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["--url", &url]);
+        env.run(&all, &[]).ok().stdout.clone()
+    };
+    let key = text(&["codex", "--auth", "key"]);
+    assert!(
+        key.contains("`xmemo connect codex --auth key --write`"),
+        "{key}"
+    );
+    let plain = text(&["codex"]);
+    assert!(plain.contains("`xmemo connect codex --write`"), "{plain}");
+    let profiled = text(&["cursor", "--auth", "key", "--profile", "minimal"]);
+    assert!(
+        profiled.contains("`xmemo connect cursor --auth key --profile minimal --write`"),
+        "{profiled}"
+    );
+    // Cursor's own profile is its default: not repeated.
+    let cursor = text(&["cursor", "--profile", "cursor-plugin"]);
+    assert!(
+        cursor.contains("`xmemo connect cursor --write`"),
+        "{cursor}"
+    );
+}
+
+/// The console's "Connect a client" page shows, character for character, every entry and
+/// command `xmemo connect` prints for this server, for both ways in.
+#[test]
+fn the_console_connect_page_shows_what_connect_prints() {
+    use xmemo_testkit::browser::{Browser, html_unescape};
+    let env = Env::start();
+    let password = read(&env.tmp.path().join("data/admin.password"));
+    let page = tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let mut b = Browser::new(&env.server.url);
+        let signed = b
+            .sign_in("admin", password.trim(), "/console/connect")
+            .await;
+        assert_eq!(signed.status, 303, "{}", signed.body);
+        b.get("/console/connect").await
+    });
+    assert_eq!(page.status, 200);
+    let shown = html_unescape(&page.body);
+    for case in &CASES {
+        for auth in ["oauth", "key"] {
+            let out = env
+                .run(
+                    &[
+                        "connect",
+                        case.client,
+                        "--auth",
+                        auth,
+                        "--url",
+                        &env.server.url,
+                        "--json",
+                    ],
+                    &[],
+                )
+                .ok()
+                .json();
+            let snippet = out["snippet"].as_str().unwrap();
+            assert!(
+                shown.contains(&format!("<code>{snippet}</code>")),
+                "the connect page lacks `xmemo connect {} --auth {auth}`:\n{snippet}",
+                case.client
+            );
+            if let Some(cmd) = out["command"].as_array() {
+                let words: Vec<&str> = cmd.iter().filter_map(Value::as_str).collect();
+                let line = words.join(" ");
+                assert!(
+                    shown.contains(&format!("<code>{line}</code>")),
+                    "the connect page lacks {line}"
                 );
             }
         }

@@ -16,6 +16,8 @@ pub enum Client {
     Codex,
     Vscode,
     GeminiCli,
+    /// GitHub Copilot CLI (`copilot`)
+    Copilot,
     Headless,
 }
 
@@ -55,6 +57,7 @@ impl Client {
             Client::Codex => "codex",
             Client::Vscode => "vscode",
             Client::GeminiCli => "gemini-cli",
+            Client::Copilot => "copilot",
             Client::Headless => "headless",
         }
     }
@@ -66,6 +69,7 @@ impl Client {
             Client::Codex => "Codex",
             Client::Vscode => "VS Code",
             Client::GeminiCli => "Gemini CLI",
+            Client::Copilot => "Copilot CLI",
             Client::Headless => "Headless runner",
         }
     }
@@ -92,9 +96,11 @@ impl Client {
 
     pub fn format(self) -> Option<Format> {
         match self {
-            Client::ClaudeCode | Client::Cursor | Client::GeminiCli => Some(Format::Json {
-                servers_key: "mcpServers",
-            }),
+            Client::ClaudeCode | Client::Cursor | Client::GeminiCli | Client::Copilot => {
+                Some(Format::Json {
+                    servers_key: "mcpServers",
+                })
+            }
             Client::Vscode => Some(Format::Json {
                 servers_key: "servers",
             }),
@@ -122,6 +128,12 @@ impl Client {
                 .map(|d| d.join("config.toml")),
             Client::Vscode => vscode_user_dir().map(|d| d.join("mcp.json")),
             Client::GeminiCli => home.map(|h| h.join(".gemini").join("settings.json")),
+            // COPILOT_HOME moves Copilot CLI's whole configuration folder (docs/clients.md).
+            Client::Copilot => std::env::var_os("COPILOT_HOME")
+                .map(PathBuf::from)
+                .filter(|p| p.is_absolute())
+                .or_else(|| home.map(|h| h.join(".copilot")))
+                .map(|d| d.join("mcp-config.json")),
             Client::Headless => None,
         }
     }
@@ -129,7 +141,8 @@ impl Client {
     /// How this client writes "the value of environment variable NAME" in its configuration.
     fn env_reference(self, name: &str) -> String {
         match self {
-            Client::ClaudeCode => format!("${{{name}}}"),
+            // Copilot CLI expands only the `${NAME}` form (a bare name stays literal).
+            Client::ClaudeCode | Client::Copilot => format!("${{{name}}}"),
             Client::Cursor | Client::Vscode => format!("${{env:{name}}}"),
             Client::GeminiCli => format!("${name}"),
             // Codex forwards named variables (`env_vars`) instead; headless sets them itself.
@@ -238,6 +251,17 @@ fn oauth_entry(client: Client, mcp_url: &str) -> Option<Parts> {
                 "Gemini CLI starts the sign-in when xmemo first answers 401 (else run /mcp auth xmemo); {sign_in}."
             )],
         ),
+        Client::Copilot => (
+            Node::map(vec![
+                ("type", Node::str("http")),
+                ("url", url),
+                ("tools", Node::strs(&["*"])),
+            ]),
+            None,
+            vec![format!(
+                "Start `copilot`: it opens the browser sign-in the first time it reaches xmemo (Copilot CLI 0.0.389 or later; `/mcp show xmemo` shows the state); {sign_in}."
+            )],
+        ),
         Client::Headless => return None,
     })
 }
@@ -275,12 +299,22 @@ fn key_entry(client: Client, base_url: &str, profile: Option<&str>) -> Parts {
     if matches!(client, Client::ClaudeCode | Client::Vscode) {
         fields.push(("type", Node::str("stdio")));
     }
+    if client == Client::Copilot {
+        fields.push(("type", Node::str("local")));
+    }
     fields.extend([
         ("command", command),
         ("args", args),
         ("env", Node::map(env)),
     ]);
-    (Node::map(fields), None, vec![export, instance])
+    let mut steps = vec![export, instance];
+    if client == Client::Copilot {
+        // Copilot CLI requires the list of tools it may call; its servers inherit only PATH,
+        // so every other variable the bridge reads has to be in `env`.
+        fields.push(("tools", Node::strs(&["*"])));
+        steps[1] = "Optional: add XMEMO_AGENT_INSTANCE_ID (stable, not secret) to the entry's env: Copilot CLI passes the bridge only PATH and what `env` names. `xmemo doctor` shows which id is used.".into();
+    }
+    (Node::map(fields), None, steps)
 }
 
 fn home_dir() -> Option<PathBuf> {

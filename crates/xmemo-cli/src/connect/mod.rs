@@ -64,6 +64,7 @@ pub async fn run(args: ConnectArgs) -> anyhow::Result<()> {
     }
     let auth = args.auth.unwrap_or(args.client.default_auth());
     let plan = clients::plan(args.client, auth, &base, profile.as_deref());
+    let again = rerun(&plan, args.config.as_deref());
     let Some(format) = args.client.format() else {
         bail!("{} has no configuration file", args.client.title());
     };
@@ -83,13 +84,13 @@ pub async fn run(args: ConnectArgs) -> anyhow::Result<()> {
         let path = path.as_deref().context(
             "cannot tell where the client's configuration file is (no home directory); pass --config PATH",
         )?;
-        Some(write_entry(&plan, format, path)?)
+        Some(write_entry(&plan, format, path, &again)?)
     } else {
         None
     };
     let answer = json_answer(&plan, format, &snippet, path.as_deref(), outcome.as_ref());
     print_result(args.json, answer, |_| {
-        print_text(&plan, &snippet, path.as_deref(), outcome.as_ref());
+        print_text(&plan, &snippet, path.as_deref(), outcome.as_ref(), &again);
         Ok(())
     })
 }
@@ -171,7 +172,32 @@ struct Outcome {
     warnings: Vec<String>,
 }
 
-fn write_entry(plan: &Plan, format: Format, path: &Path) -> anyhow::Result<Outcome> {
+/// The `xmemo connect …` words that give this plan again (without `--write`): the client and
+/// every choice that differs from its default, so a suggested command keeps `--auth key`.
+fn rerun(plan: &Plan, config: Option<&Path>) -> String {
+    let client = plan.client;
+    let mut words = vec!["xmemo".to_string(), "connect".into(), client.name().into()];
+    if plan.auth != client.default_auth() {
+        let auth = match plan.auth {
+            Auth::Oauth => "oauth",
+            Auth::Key => "key",
+        };
+        words.extend(["--auth".into(), auth.into()]);
+    }
+    if let Some(p) = plan
+        .profile
+        .as_deref()
+        .filter(|p| Some(*p) != client.default_profile())
+    {
+        words.extend(["--profile".into(), p.to_string()]);
+    }
+    if let Some(c) = config {
+        words.extend(["--config".into(), c.display().to_string()]);
+    }
+    shell_words(&words)
+}
+
+fn write_entry(plan: &Plan, format: Format, path: &Path, again: &str) -> anyhow::Result<Outcome> {
     let target =
         write::resolve(path).with_context(|| format!("cannot resolve {}", path.display()))?;
     let original = match std::fs::read(&target) {
@@ -195,9 +221,8 @@ fn write_entry(plan: &Plan, format: Format, path: &Path) -> anyhow::Result<Outco
     }
     .map_err(|why| {
         anyhow::anyhow!(
-            "cannot merge the xmemo entry into {}: {why}. Add it by hand: run `xmemo connect {}` without --write and paste what it prints",
+            "cannot merge the xmemo entry into {}: {why}. Add it by hand: run `{again}` (without --write) and paste what it prints",
             target.display(),
-            plan.client.name()
         )
     })?;
     match merged {
@@ -257,14 +282,19 @@ fn auth_label(auth: Auth) -> &'static str {
     }
 }
 
-fn print_text(plan: &Plan, snippet: &str, path: Option<&Path>, outcome: Option<&Outcome>) {
-    let name = plan.client.name();
+fn print_text(
+    plan: &Plan,
+    snippet: &str,
+    path: Option<&Path>,
+    outcome: Option<&Outcome>,
+    again: &str,
+) {
     match outcome {
         None => {
             println!("# {} ({})", plan.client.title(), auth_label(plan.auth));
             match path {
                 Some(p) => println!(
-                    "# Merge into {}, or let `xmemo connect {name} --write` do it:",
+                    "# Merge into {}, or let `{again} --write` do it:",
                     p.display()
                 ),
                 None => println!("# Merge into the client's configuration file:"),
