@@ -610,3 +610,224 @@ async fn console_imports_show_their_warnings_and_each_skill_of_a_batch() {
             .starts_with("/console/skills/personal/clean")
     );
 }
+
+#[tokio::test]
+async fn the_root_sends_a_browser_to_the_console_and_keeps_json_for_api_clients() {
+    let s = TestServer::start().await;
+    let mut browser = Browser::new(&s.url);
+    // What Chromium sends when a person types the address.
+    browser.extra.push((
+        "accept".into(),
+        "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8".into(),
+    ));
+    let page = browser.get("/").await;
+    assert_eq!(page.status, 303, "{}", page.body);
+    assert_eq!(page.location(), "/console");
+
+    for accept in [Some("application/json"), Some("*/*"), None] {
+        let mut req = s.http.get(format!("{}/", s.url));
+        if let Some(a) = accept {
+            req = req.header("accept", a);
+        }
+        let reply = common::Reply::from(req.send().await.unwrap()).await;
+        reply.expect_error(404, "NOT_FOUND");
+    }
+}
+
+#[tokio::test]
+async fn the_favicon_is_an_icon() {
+    let s = TestServer::start().await;
+    let r = s
+        .http
+        .get(format!("{}/favicon.ico", s.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let kind = r.headers()["content-type"].to_str().unwrap().to_string();
+    assert!(kind.starts_with("image/"), "{kind}");
+    let bytes = r.bytes().await.unwrap();
+    // An ICO directory of one image, and that image a PNG.
+    assert_eq!(&bytes[..6], &[0, 0, 1, 0, 1, 0]);
+    assert_eq!(&bytes[22..26], b"\x89PNG");
+}
+
+#[tokio::test]
+async fn signing_in_without_a_way_back_lands_on_the_console() {
+    let s = TestServer::start().await;
+    // The form as a bare /login serves it, and forms whose `next` is empty or not local.
+    let bare = Browser::new(&s.url).get("/login").await;
+    assert_eq!(bare.field("next").as_deref(), Some("/console"));
+    for next in ["/console", "", "https://elsewhere.example/"] {
+        let mut b = Browser::new(&s.url);
+        let csrf = b.get("/login").await.field("csrf").unwrap();
+        let page = b
+            .post_form(
+                "/login",
+                &[
+                    ("handle", "admin"),
+                    ("password", &admin_password(&s)),
+                    ("next", next),
+                    ("csrf", &csrf),
+                ],
+            )
+            .await;
+        assert_eq!(page.status, 303, "{next:?}: {}", page.body);
+        assert_eq!(page.location(), "/console", "{next:?}");
+        // A bare /login while signed in still says who is signed in, linking the console.
+        let me = b.get("/login").await;
+        assert_eq!(me.status, 200);
+        assert!(me.body.contains("href=\"/console\""), "{}", me.body);
+    }
+}
+
+#[tokio::test]
+async fn the_sole_owner_is_told_why_they_cannot_leave_instead_of_a_leave_button() {
+    let s = TestServer::start().await;
+    s.post("/api/v1/workspaces", &s.admin_key, json!({"handle": "ops"}))
+        .await
+        .expect_ok();
+    let mut admin = signed_in_admin(&s).await;
+    let page = admin.get("/console/members?ws=ops").await;
+    assert_eq!(page.status, 200);
+    assert!(
+        !page.body.contains("value=\"leave\""),
+        "no Leave team for the only owner"
+    );
+    assert!(page.body.contains("data-testid=\"sole-owner\""));
+    assert!(page.body.contains("only owner"));
+
+    // With a second owner, leaving is possible, and offered.
+    let (mut bob, bob_key) = person(&s, "bob").await;
+    s.join("ops", &s.admin_key, "bob", &bob_key, "owner").await;
+    let page = admin.get("/console/members?ws=ops").await;
+    assert!(page.body.contains("value=\"leave\""), "{}", page.body);
+    assert!(!page.body.contains("data-testid=\"sole-owner\""));
+    // The other owner is offered it too.
+    let bobs = bob.get("/console/members?ws=ops").await;
+    assert!(bobs.body.contains("value=\"leave\""));
+}
+
+#[tokio::test]
+async fn a_first_revision_diff_shows_the_whole_proposal_as_added() {
+    let s = TestServer::start().await;
+    s.save(
+        &s.admin_key,
+        common::skill("fresh", "Ring the on-call owner first."),
+    )
+    .await
+    .expect_ok();
+    let mut admin = signed_in_admin(&s).await;
+    let page = admin.get("/console/skills/personal/fresh/diff").await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(
+        !page.body.contains("same content"),
+        "a first revision is not compared with itself"
+    );
+    let body = page
+        .body
+        .split("data-testid=\"body-diff\">")
+        .nth(1)
+        .and_then(|r| r.split("</pre>").next())
+        .unwrap_or_default();
+    assert_eq!(
+        body, "<ins>Ring the on-call owner first.</ins>",
+        "{}",
+        page.body
+    );
+    assert!(page.body.contains("+5 / −0 words"), "{}", page.body);
+    assert!(page.body.contains("first revision"));
+
+    // Comparing a revision with itself on purpose still says they are the same.
+    let rev = s
+        .get(
+            "/api/v1/skills/fresh/revisions?workspace=personal",
+            &s.admin_key,
+        )
+        .await;
+    let id = rev.expect_ok()["revisions"][0]["revision_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let same = admin
+        .get(&format!(
+            "/console/skills/personal/fresh/diff?from={id}&to={id}"
+        ))
+        .await;
+    assert!(same.body.contains("same content"));
+}
+
+#[tokio::test]
+async fn the_help_page_gives_each_role_its_failure_and_links_the_pages_that_fix_it() {
+    let s = TestServer::start().await;
+    let mut signed_out = Browser::new(&s.url);
+    let page = signed_out.get("/console/help").await;
+    assert_eq!(page.status, 303);
+    assert_eq!(page.location(), "/login?next=%2Fconsole%2Fhelp");
+
+    let mut admin = signed_in_admin(&s).await;
+    // Every console page's navigation leads to it.
+    let skills = admin.get("/console/skills").await;
+    assert!(skills.body.contains("<a href=\"/console/help\""));
+    let help = admin.get("/console/help").await;
+    assert_eq!(help.status, 200);
+    assert!(help.body.contains("aria-current=\"page\">Help</a>"));
+    // Each role of the product page: its failure, and the console pages of its fix.
+    let roles: [(&str, &str, &[&str]); 4] = [
+        (
+            "chatgpt",
+            "tools do not appear",
+            &["/console/connect#client-chatgpt", "/console/grants"],
+        ),
+        (
+            "developer",
+            "recalls come back empty",
+            &[
+                "/console/connect",
+                "/console/keys",
+                "/console/grants",
+                "/console/memories",
+            ],
+        ),
+        (
+            "pilot-owner",
+            "a member cannot connect",
+            &[
+                "/console/members",
+                "/console/grants",
+                "/console/connect",
+                "/console/keys",
+            ],
+        ),
+        (
+            "operator",
+            "recalls are split across agent instances",
+            &[
+                "/console/connect#client-headless",
+                "/console/keys",
+                "/console/memories",
+            ],
+        ),
+    ];
+    for (role, failure, links) in roles {
+        let section = help
+            .body
+            .split(&format!("data-testid=\"help-{role}\""))
+            .nth(1)
+            .and_then(|r| r.split("</section>").next())
+            .unwrap_or_else(|| panic!("no section for {role}"));
+        assert!(section.contains(failure), "{role}: {section}");
+        for link in links {
+            assert!(
+                section.contains(&format!("href=\"{link}\"")),
+                "{role} lacks {link}"
+            );
+            // The page linked to exists.
+            let path = link.split('#').next().unwrap();
+            assert_eq!(admin.get(path).await.status, 200, "{link}");
+        }
+    }
+    // The served server's address is http: the ChatGPT section says hosted clients cannot
+    // reach it.
+    assert!(help.body.contains("is not https"));
+}

@@ -56,7 +56,8 @@ pub struct TokenForm {
 }
 
 /// Where to go after signing in: a path on this server only (never `//host` or a URL), so
-/// the page cannot be used to send people elsewhere.
+/// the page cannot be used to send people elsewhere. Without one, the console: landing on the
+/// sign-in page again would look as if signing in had failed.
 pub fn local_target(next: Option<&str>) -> String {
     match next {
         Some(n)
@@ -68,7 +69,7 @@ pub fn local_target(next: Option<&str>) -> String {
         {
             n.to_string()
         }
-        _ => "/login".to_string(),
+        _ => "/console".to_string(),
     }
 }
 
@@ -129,9 +130,11 @@ pub async fn page(
     headers: HeaderMap,
 ) -> Response {
     let site = Site::new(&state.info.public_url);
-    let next = local_target(query.as_ref().ok().and_then(|q| q.next.as_deref()));
+    let asked = query.as_ref().ok().and_then(|q| q.next.as_deref());
+    let next = local_target(asked);
     if let Some((who, secret)) = session::signed_in(&state, &headers).await {
-        if next != "/login" {
+        // A bare `/login` shows who is signed in (and the way out) rather than leaving.
+        if asked.is_some() && next != "/login" {
             return see_other(&next);
         }
         let token = guard::session_token(&secret);
@@ -269,8 +272,9 @@ mod tests {
             "evil",
             "/a\nb",
         ] {
-            assert_eq!(local_target(Some(bad)), "/login", "{bad}");
+            assert_eq!(local_target(Some(bad)), "/console", "{bad}");
         }
-        assert_eq!(local_target(None), "/login");
+        assert_eq!(local_target(None), "/console");
+        assert_eq!(local_target(Some("")), "/console");
     }
 }

@@ -48,9 +48,12 @@ impl Site {
     }
 }
 
-/// `/login`, `/logout`, the consent page, the stylesheet and the console.
+/// `/` (the console for a browser), `/login`, `/logout`, the consent page, the stylesheet,
+/// the icon and the console.
 pub fn routes() -> Router<AppState> {
     Router::new()
+        .route("/", get(pages::root))
+        .route("/favicon.ico", get(pages::favicon))
         .route("/login", get(login::page).post(login::submit))
         .route(
             "/oauth/authorize",

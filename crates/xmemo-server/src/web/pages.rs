@@ -2,11 +2,15 @@
 //! this server's stylesheet; no script, no frame, no other origin — except the one origin a
 //! consent form may redirect to, which Chromium checks against `form-action`.
 
+use crate::error::ServiceError;
+use crate::http::error::ApiError;
 use askama::Template;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 const STYLESHEET: &str = include_str!("../../templates/xmemo.css");
+/// A 32×32 icon (one PNG inside an ICO), so browsers stop asking for a missing one.
+const FAVICON: &[u8] = include_bytes!("../../templates/favicon.ico");
 
 /// The Content-Security-Policy of a page whose forms may also lead to `form_target` (an
 /// origin such as `http://127.0.0.1:53117`, or a scheme such as `cursor:`).
@@ -102,6 +106,49 @@ pub async fn stylesheet() -> Response {
         .into_response()
 }
 
+pub async fn favicon() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "image/x-icon"),
+            (header::CACHE_CONTROL, "public, max-age=86400"),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        ],
+        FAVICON,
+    )
+        .into_response()
+}
+
+/// `GET /`: a person who types the server's address reaches the console; an API client (one
+/// that does not ask for HTML) keeps the JSON 404 every unknown address answers.
+pub async fn root(headers: HeaderMap) -> Response {
+    if wants_html(&headers) {
+        return super::session::see_other("/console");
+    }
+    ApiError(ServiceError::NotFound("no such endpoint".into())).into_response()
+}
+
+/// Whether the request's `Accept` names `text/html`, as every browser's navigation does
+/// (`*/*` alone, what curl and most HTTP libraries send, is not a browser).
+fn wants_html(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|item| {
+            let mut parts = item.split(';');
+            let kind = parts.next().unwrap_or("").trim();
+            // `text/html;q=0` says the client does not want HTML.
+            let refused = parts.any(|p| {
+                p.trim()
+                    .strip_prefix("q=")
+                    .and_then(|q| q.trim().parse::<f32>().ok())
+                    .is_some_and(|q| q <= 0.0)
+            });
+            kind.eq_ignore_ascii_case("text/html") && !refused
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -117,5 +164,22 @@ mod tests {
         // Anything that could end the directive is dropped.
         assert!(policy(Some("x; script-src *")).contains("form-action 'self';"));
         assert!(policy(None).contains("default-src 'none'"));
+    }
+
+    #[test]
+    fn only_a_request_that_asks_for_html_is_a_browser() {
+        let accept = |v: &str| {
+            let mut h = HeaderMap::new();
+            h.insert(header::ACCEPT, HeaderValue::from_str(v).unwrap());
+            wants_html(&h)
+        };
+        assert!(accept(
+            "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,*/*;q=0.8"
+        ));
+        assert!(accept("TEXT/HTML"));
+        assert!(!accept("application/json"));
+        assert!(!accept("*/*"));
+        assert!(!accept("text/html;q=0, application/json"));
+        assert!(!wants_html(&HeaderMap::new()));
     }
 }

@@ -1,7 +1,43 @@
 // The Memory Console's only script (served from /assets/console.js under script-src 'self').
-// It improves pages that work without it: live Markdown preview (rendered and sanitised by the
-// server), one more component row, and the size limits checked before a form is sent.
+// It improves pages that work without it: copy buttons on the connect page's recipes, live
+// Markdown preview (rendered and sanitised by the server), one more component row, and the
+// size limits checked before a form is sent.
 "use strict";
+(function () {
+  // Each button copies the text of the block it names. The buttons stay hidden without this
+  // script (a button that does nothing is worse than none); `data-copied` keeps what was
+  // copied, for a person's assistive tools and for the console's browser tests.
+  function selectAndCopy(el) {
+    var range = document.createRange();
+    range.selectNodeContents(el);
+    var selection = window.getSelection();
+    selection.removeAllRanges();
+    selection.addRange(range);
+    try { return document.execCommand("copy"); } catch (e) { return false; }
+  }
+  document.querySelectorAll("button[data-copy]").forEach(function (button) {
+    var block = document.getElementById(button.dataset.copy);
+    if (!block) return;
+    button.hidden = false;
+    button.addEventListener("click", function () {
+      var text = block.textContent;
+      function done(ok) {
+        button.textContent = ok ? "Copied" : "Selected: press Ctrl+C";
+        if (ok) button.dataset.copied = text;
+        setTimeout(function () { button.textContent = "Copy"; }, 2000);
+      }
+      if (navigator.clipboard && window.isSecureContext) {
+        navigator.clipboard.writeText(text).then(
+          function () { done(true); },
+          function () { done(selectAndCopy(block)); }
+        );
+      } else {
+        done(selectAndCopy(block));
+      }
+    });
+  });
+})();
+
 (function () {
   var form = document.getElementById("editor");
   if (!form) return;

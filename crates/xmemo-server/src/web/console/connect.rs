@@ -1,7 +1,9 @@
 //! "Connect a client": for each supported client a readiness badge computed from this
-//! server's real settings (its public URL) and the copy-paste configuration. The entries
-//! match what `xmemo connect` writes (docs/clients.md); the headless recipe is the one
-//! `GET /api/v1/mcp/config/autonomous-agent` serves.
+//! server's real settings (its public URL) and its recipes, each with a copy button: for a
+//! client on the person's machine both the OAuth entry and the key entry (XMEMO_KEY by
+//! reference). The entries are, character for character, what `xmemo connect` prints
+//! (docs/clients.md; crates/xmemo-cli/tests/connect.rs compares them); the headless recipe is
+//! the one `GET /api/v1/mcp/config/autonomous-agent` serves.
 
 use super::{Chrome, Signed, render};
 use crate::state::AppState;
@@ -69,16 +71,21 @@ pub fn readiness(public_url: &str, hosted: bool, headless: bool) -> Readiness {
     }
 }
 
+/// One block a person copies: a command, a configuration file's entry, a URL.
+pub struct Recipe {
+    /// Unique on the page: `{client}-{what}`.
+    pub id: String,
+    pub label: String,
+    pub text: String,
+}
+
 pub struct ClientCard {
     pub id: &'static str,
     pub title: &'static str,
     pub badge: &'static str,
     pub badge_class: &'static str,
     pub steps: String,
-    /// A command to run instead of editing a file (empty: none).
-    pub command: String,
-    pub config_label: String,
-    pub config: String,
+    pub recipes: Vec<Recipe>,
 }
 
 #[derive(Template)]
@@ -89,53 +96,169 @@ struct ConnectPage {
     cards: Vec<ClientCard>,
 }
 
-fn pretty(v: serde_json::Value) -> String {
-    serde_json::to_string_pretty(&v).unwrap_or_default()
+/// An MCP entry as `xmemo connect` builds it: ordered, so the page shows each client's file
+/// exactly as the CLI prints and writes it (crates/xmemo-cli/src/connect/; the CLI's tests
+/// compare the two).
+enum Entry {
+    Str(String),
+    Strs(&'static [&'static str]),
+    Map(Vec<(&'static str, Entry)>),
 }
+
+fn s(text: impl Into<String>) -> Entry {
+    Entry::Str(text.into())
+}
+
+fn quoted(text: &str) -> String {
+    serde_json::to_string(text).unwrap_or_default()
+}
+
+impl Entry {
+    /// Pretty JSON, two spaces a level, lists of strings on one line (as the CLI writes).
+    fn json(&self, indent: &str) -> String {
+        match self {
+            Entry::Str(t) => quoted(t),
+            Entry::Strs(items) => {
+                let items: Vec<String> = items.iter().map(|i| quoted(i)).collect();
+                format!("[{}]", items.join(", "))
+            }
+            Entry::Map(pairs) => {
+                let inner = format!("{indent}  ");
+                let lines: Vec<String> = pairs
+                    .iter()
+                    .map(|(k, v)| format!("{inner}{}: {}", quoted(k), v.json(&inner)))
+                    .collect();
+                format!("{{\n{}\n{indent}}}", lines.join(",\n"))
+            }
+        }
+    }
+
+    /// A TOML right-hand side (maps inline).
+    fn toml(&self) -> String {
+        match self {
+            Entry::Str(t) => quoted(t),
+            Entry::Strs(items) => {
+                let items: Vec<String> = items.iter().map(|i| quoted(i)).collect();
+                format!("[{}]", items.join(", "))
+            }
+            Entry::Map(pairs) => {
+                let items: Vec<String> = pairs
+                    .iter()
+                    .map(|(k, v)| format!("{k} = {}", v.toml()))
+                    .collect();
+                format!("{{ {} }}", items.join(", "))
+            }
+        }
+    }
+}
+
+/// `{"<servers_key>": {"xmemo": entry}}`.
+fn json_file(servers_key: &'static str, entry: Entry) -> String {
+    Entry::Map(vec![(servers_key, Entry::Map(vec![("xmemo", entry)]))]).json("")
+}
+
+/// `[mcp_servers.xmemo]` with one line per field.
+fn toml_table(fields: Vec<(&'static str, Entry)>) -> String {
+    let mut out = "[mcp_servers.xmemo]".to_string();
+    for (k, v) in fields {
+        out.push_str(&format!("\n{k} = {}", v.toml()));
+    }
+    out
+}
+
+/// The stdio bridge with `XMEMO_KEY` named in the client's own syntax, never its value.
+fn bridge(
+    base: &str,
+    kind: Option<&'static str>,
+    key_reference: &str,
+    profile: Option<&str>,
+    tail: Vec<(&'static str, Entry)>,
+) -> Entry {
+    let mut env = vec![("XMEMO_URL", s(base)), ("XMEMO_KEY", s(key_reference))];
+    if let Some(p) = profile {
+        env.push(("XMEMO_PROFILE", s(p)));
+    }
+    let mut fields = Vec::new();
+    if let Some(kind) = kind {
+        fields.push(("type", s(kind)));
+    }
+    fields.extend([
+        ("command", s("xmemo")),
+        ("args", Entry::Strs(&["mcp"])),
+        ("env", Entry::Map(env)),
+    ]);
+    fields.extend(tail);
+    Entry::Map(fields)
+}
+
+fn recipe(client: &str, what: &str, label: &str, text: String) -> Recipe {
+    Recipe {
+        id: format!("{client}-{what}"),
+        label: label.to_string(),
+        text,
+    }
+}
+
+/// A local client's two ways in: OAuth (no secret anywhere) and the key by reference.
+const BOTH: &str = "Either sign in with OAuth (the first recipe: the client opens this server's consent page, no secret in any file), or use an API key: the stdio bridge reads XMEMO_KEY from the environment the client starts in — the file only names the variable. Create the key on the API keys page.";
 
 fn cards(base: &str) -> Vec<ClientCard> {
     let mcp = format!("{base}/mcp");
-    let oauth_local = readiness(base, false, false) == Readiness::OAuthReady;
-    let card =
-        |id, title, hosted, headless, steps: &str, command: String, label: &str, config: String| {
-            let r = readiness(base, hosted, headless);
-            ClientCard {
-                id,
-                title,
-                badge: r.label(),
-                badge_class: r.class(),
-                steps: steps.to_string(),
-                command,
-                config_label: label.to_string(),
-                config,
-            }
-        };
-    // Without OAuth a local client starts the stdio bridge with XMEMO_KEY from its environment.
-    let bridge = |servers_key: &str, env_ref: &str| {
-        pretty(serde_json::json!({servers_key: {"xmemo": {
-            "command": "xmemo", "args": ["mcp"],
-            "env": {"XMEMO_URL": base, "XMEMO_KEY": env_ref}
-        }}}))
+    let card = |id, title, hosted, headless, steps: &str, recipes: Vec<Recipe>| {
+        let r = readiness(base, hosted, headless);
+        ClientCard {
+            id,
+            title,
+            badge: r.label(),
+            badge_class: r.class(),
+            steps: steps.to_string(),
+            recipes,
+        }
     };
-    let pick = |oauth: String, key: String| if oauth_local { oauth } else { key };
+    let oauth_label = "With OAuth:";
+    let claude_url = format!("{mcp}/claude-code");
+    let cursor_url = format!("{mcp}/cursor-plugin");
     vec![
         card(
             "claude-code",
             "Claude Code",
             false,
             false,
-            "Claude Code opens the consent screen on first use; `xmemo connect claude-code --write` writes the same entry.",
-            pick(
-                format!("claude mcp add --transport http --scope project xmemo {mcp}/claude-code"),
-                String::new(),
+            &format!(
+                "{BOTH} `xmemo connect claude-code --write` writes the .mcp.json entry of the project; in Claude Code run /mcp, pick xmemo and Authenticate."
             ),
-            "or in .mcp.json of the project:",
-            pick(
-                pretty(
-                    serde_json::json!({"mcpServers": {"xmemo": {"type": "http", "url": format!("{mcp}/claude-code")}}}),
+            vec![
+                recipe(
+                    "claude-code",
+                    "command",
+                    "With OAuth, Claude Code's own command (user scope):",
+                    format!("claude mcp add --transport http --scope user xmemo {claude_url}"),
                 ),
-                bridge("mcpServers", "${XMEMO_KEY}"),
-            ),
+                recipe(
+                    "claude-code",
+                    "oauth",
+                    "or with OAuth, in .mcp.json of the project:",
+                    json_file(
+                        "mcpServers",
+                        Entry::Map(vec![("type", s("http")), ("url", s(&claude_url))]),
+                    ),
+                ),
+                recipe(
+                    "claude-code",
+                    "key",
+                    "With XMEMO_KEY, in .mcp.json:",
+                    json_file(
+                        "mcpServers",
+                        bridge(
+                            base,
+                            Some("stdio"),
+                            "${XMEMO_KEY}",
+                            Some("claude-code"),
+                            vec![],
+                        ),
+                    ),
+                ),
+            ],
         ),
         card(
             "claude-ai",
@@ -143,9 +266,7 @@ fn cards(base: &str) -> Vec<ClientCard> {
             true,
             false,
             "Settings → Connectors → Add custom connector with this URL, then approve memory:read and memory:write on the consent screen.",
-            String::new(),
-            "Connector URL:",
-            mcp.clone(),
+            vec![recipe("claude-ai", "url", "Connector URL:", mcp.clone())],
         ),
         card(
             "chatgpt",
@@ -153,52 +274,177 @@ fn cards(base: &str) -> Vec<ClientCard> {
             true,
             false,
             "Settings → Apps & Connectors → Create (developer mode), authentication OAuth, with this MCP server URL.",
-            String::new(),
-            "MCP server URL:",
-            format!("{mcp}/chatgpt-public"),
+            vec![recipe(
+                "chatgpt",
+                "url",
+                "MCP server URL:",
+                format!("{mcp}/chatgpt-public"),
+            )],
         ),
         card(
             "vscode",
             "VS Code",
             false,
             false,
-            "Command Palette → “MCP: Open User Configuration”, or `xmemo connect vscode --write`.",
-            String::new(),
-            "mcp.json:",
-            pick(
-                pretty(serde_json::json!({"servers": {"xmemo": {"type": "http", "url": mcp}}})),
-                bridge("servers", "${env:XMEMO_KEY}"),
+            &format!(
+                "{BOTH} Command Palette → “MCP: Open User Configuration”, or `xmemo connect vscode --write`."
             ),
+            vec![
+                recipe(
+                    "vscode",
+                    "oauth",
+                    "With OAuth, in mcp.json:",
+                    json_file(
+                        "servers",
+                        Entry::Map(vec![("type", s("http")), ("url", s(&mcp))]),
+                    ),
+                ),
+                recipe(
+                    "vscode",
+                    "key",
+                    "With XMEMO_KEY, in mcp.json:",
+                    json_file(
+                        "servers",
+                        bridge(base, Some("stdio"), "${env:XMEMO_KEY}", None, vec![]),
+                    ),
+                ),
+            ],
         ),
         card(
             "cursor",
             "Cursor",
             false,
             false,
-            "Add it to ~/.cursor/mcp.json, or run `xmemo connect cursor --write`.",
-            String::new(),
-            "~/.cursor/mcp.json:",
-            pick(
-                pretty(
-                    serde_json::json!({"mcpServers": {"xmemo": {"url": format!("{mcp}/cursor-plugin")}}}),
-                ),
-                bridge("mcpServers", "${env:XMEMO_KEY}"),
+            &format!(
+                "{BOTH} Add it to ~/.cursor/mcp.json, or run `xmemo connect cursor --write` (`--auth key` for the key recipe)."
             ),
+            vec![
+                recipe(
+                    "cursor",
+                    "oauth",
+                    "With OAuth, in ~/.cursor/mcp.json:",
+                    json_file("mcpServers", Entry::Map(vec![("url", s(&cursor_url))])),
+                ),
+                recipe(
+                    "cursor",
+                    "key",
+                    "With XMEMO_KEY, in ~/.cursor/mcp.json:",
+                    json_file(
+                        "mcpServers",
+                        bridge(
+                            base,
+                            None,
+                            "${env:XMEMO_KEY}",
+                            Some("cursor-plugin"),
+                            vec![],
+                        ),
+                    ),
+                ),
+            ],
         ),
         card(
             "codex",
             "Codex",
             false,
             false,
-            "Add it to ~/.codex/config.toml, or run `xmemo connect codex --write`.",
-            pick("codex mcp login xmemo".to_string(), String::new()),
-            "~/.codex/config.toml:",
-            pick(
-                format!("[mcp_servers.xmemo]\nurl = \"{mcp}\""),
-                format!(
-                    "[mcp_servers.xmemo]\ncommand = \"xmemo\"\nargs = [\"mcp\"]\nenv = {{ XMEMO_URL = \"{base}\" }}\nenv_vars = [\"XMEMO_KEY\", \"XMEMO_AGENT_INSTANCE_ID\"]"
-                ),
+            &format!(
+                "{BOTH} Add it to ~/.codex/config.toml, or run `xmemo connect codex --write` (`--auth key` for the key recipe); with OAuth, then run `codex mcp login xmemo`. Codex passes the bridge only the variables env_vars names."
             ),
+            vec![
+                recipe(
+                    "codex",
+                    "oauth",
+                    oauth_label,
+                    toml_table(vec![("url", s(&mcp))]),
+                ),
+                recipe(
+                    "codex",
+                    "login",
+                    "then:",
+                    "codex mcp login xmemo".to_string(),
+                ),
+                recipe(
+                    "codex",
+                    "key",
+                    "With XMEMO_KEY (forwarded by name):",
+                    toml_table(vec![
+                        ("command", s("xmemo")),
+                        ("args", Entry::Strs(&["mcp"])),
+                        ("env", Entry::Map(vec![("XMEMO_URL", s(base))])),
+                        (
+                            "env_vars",
+                            Entry::Strs(&[
+                                "XMEMO_KEY",
+                                "XMEMO_AGENT_INSTANCE_ID",
+                                "XMEMO_AGENT_ID",
+                                "XDG_CONFIG_HOME",
+                            ]),
+                        ),
+                    ]),
+                ),
+            ],
+        ),
+        card(
+            "gemini-cli",
+            "Gemini CLI",
+            false,
+            false,
+            &format!(
+                "{BOTH} Add it to ~/.gemini/settings.json, or run `xmemo connect gemini-cli --write`; Gemini CLI starts the sign-in when xmemo first answers 401 (else /mcp auth xmemo)."
+            ),
+            vec![
+                recipe(
+                    "gemini-cli",
+                    "oauth",
+                    "With OAuth, in ~/.gemini/settings.json:",
+                    json_file("mcpServers", Entry::Map(vec![("httpUrl", s(&mcp))])),
+                ),
+                recipe(
+                    "gemini-cli",
+                    "key",
+                    "With XMEMO_KEY, in ~/.gemini/settings.json:",
+                    json_file("mcpServers", bridge(base, None, "$XMEMO_KEY", None, vec![])),
+                ),
+            ],
+        ),
+        card(
+            "copilot",
+            "Copilot CLI",
+            false,
+            false,
+            &format!(
+                "{BOTH} Add it to ~/.copilot/mcp-config.json, or run `xmemo connect copilot --write`; Copilot CLI opens the sign-in the first time it reaches xmemo (/mcp show xmemo shows the state). Its servers inherit only PATH: the key recipe names every variable."
+            ),
+            vec![
+                recipe(
+                    "copilot",
+                    "oauth",
+                    "With OAuth, in ~/.copilot/mcp-config.json:",
+                    json_file(
+                        "mcpServers",
+                        Entry::Map(vec![
+                            ("type", s("http")),
+                            ("url", s(&mcp)),
+                            ("tools", Entry::Strs(&["*"])),
+                        ]),
+                    ),
+                ),
+                recipe(
+                    "copilot",
+                    "key",
+                    "With XMEMO_KEY, in ~/.copilot/mcp-config.json:",
+                    json_file(
+                        "mcpServers",
+                        bridge(
+                            base,
+                            Some("local"),
+                            "${XMEMO_KEY}",
+                            None,
+                            vec![("tools", Entry::Strs(&["*"]))],
+                        ),
+                    ),
+                ),
+            ],
         ),
         card(
             "headless",
@@ -206,11 +452,22 @@ fn cards(base: &str) -> Vec<ClientCard> {
             false,
             true,
             "Keep XMEMO_KEY in a secret store and a stable XMEMO_AGENT_INSTANCE_ID outside git; the recipe is also served as JSON.",
-            format!("curl {base}/api/v1/mcp/config/autonomous-agent"),
-            "Environment of the runner:",
-            format!(
-                "export XMEMO_URL={base}\nexport XMEMO_KEY=…   # from a secret store (API keys page)\nexport XMEMO_AGENT_INSTANCE_ID=runner-1\nxmemo mcp          # stdio bridge; or POST {mcp} with\n                   # Authorization: Bearer $XMEMO_KEY"
-            ),
+            vec![
+                recipe(
+                    "headless",
+                    "command",
+                    "The recipe as JSON:",
+                    format!("curl {base}/api/v1/mcp/config/autonomous-agent"),
+                ),
+                recipe(
+                    "headless",
+                    "env",
+                    "Environment of the runner:",
+                    format!(
+                        "export XMEMO_URL={base}\nexport XMEMO_KEY=…   # from a secret store (API keys page)\nexport XMEMO_AGENT_INSTANCE_ID=runner-1\nxmemo mcp          # stdio bridge; or POST {mcp} with\n                   # Authorization: Bearer $XMEMO_KEY"
+                    ),
+                ),
+            ],
         ),
     ]
 }
@@ -247,5 +504,23 @@ mod tests {
             readiness("http://[::1]:8420", false, false),
             Readiness::OAuthReady
         );
+    }
+
+    #[test]
+    fn recipe_ids_are_unique_and_no_recipe_holds_a_key() {
+        let cards = cards("https://memory.example.com");
+        let mut ids: Vec<&str> = cards
+            .iter()
+            .flat_map(|c| c.recipes.iter().map(|r| r.id.as_str()))
+            .collect();
+        let n = ids.len();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), n, "recipe ids repeat");
+        for c in &cards {
+            for r in &c.recipes {
+                assert!(!r.text.contains("xmk_"), "{}", r.id);
+            }
+        }
     }
 }

@@ -1,5 +1,7 @@
 //! The diff of two revisions of a skill (SPEC §6): word level, per text component, metadata
-//! changes, binary components by hash. `from` defaults to the revision before `to`.
+//! changes, binary components by hash. `from` defaults to the revision before `to`; a first
+//! revision has none, and is shown whole as added (a reviewer approving a new skill must see
+//! what it proposes, not "same content").
 
 use super::{Chrome, PageResult, Params, Signed, SkillAt, render};
 use crate::error::ServiceError;
@@ -75,6 +77,8 @@ struct DiffPage {
     to_label: String,
     choices: Vec<RevisionChoice>,
     identical: bool,
+    /// `to` is the skill's first revision and no `from` was asked for: everything is added.
+    first: bool,
     incomplete: bool,
     name: Option<(String, String)>,
     description: Option<(String, String)>,
@@ -144,17 +148,19 @@ pub async fn page(
         let Some(to) = to else {
             return Err(ServiceError::NotFound("this skill has no revision".into()));
         };
+        let to_number = revisions
+            .iter()
+            .find(|r| r.revision_id == to)
+            .map_or(i64::MAX, |r| r.revision_number);
+        let earlier = revisions
+            .iter()
+            .filter(|r| r.revision_number < to_number)
+            .max_by_key(|r| r.revision_number);
+        // No earlier revision: the service compares `to` with itself, which gives its whole
+        // content as unchanged; the page turns that into "all added" below.
+        let first = q.from.is_empty() && earlier.is_none();
         let from = if q.from.is_empty() {
-            let to_number = revisions
-                .iter()
-                .find(|r| r.revision_id == to)
-                .map_or(i64::MAX, |r| r.revision_number);
-            revisions
-                .iter()
-                .filter(|r| r.revision_number < to_number)
-                .max_by_key(|r| r.revision_number)
-                .map(|r| r.revision_id.clone())
-                .unwrap_or_else(|| to.clone())
+            earlier.map_or_else(|| to.clone(), |r| r.revision_id.clone())
         } else {
             q.from.clone()
         };
@@ -164,7 +170,11 @@ pub async fn page(
             .await?;
         let comps = &d.diff.components;
         let mut components = vec![];
-        for c in &comps.added {
+        let added = comps
+            .added
+            .iter()
+            .chain(comps.unchanged.iter().filter(|_| first));
+        for c in added {
             components.push(ComponentView {
                 path: c.logical_path.clone(),
                 change: "added",
@@ -208,6 +218,28 @@ pub async fn page(
             });
         }
         components.sort_by(|a, b| a.path.cmp(&b.path));
+        let mut body = text_view(&d.diff.instruction_body);
+        let (mut name, mut description) = (
+            d.diff.name.as_ref().map(|c| (c.old.clone(), c.new.clone())),
+            d.diff
+                .description
+                .as_ref()
+                .map(|c| (c.old.clone(), c.new.clone())),
+        );
+        if first {
+            for op in &mut body.ops {
+                op.kind = "ins";
+            }
+            body.inserted = body
+                .ops
+                .iter()
+                .map(|o| o.text.split_whitespace().count())
+                .sum();
+            if let Some(r) = revisions.iter().find(|r| r.revision_id == d.to.revision_id) {
+                name = Some((String::new(), r.name.clone()));
+                description = Some((String::new(), r.description.clone()));
+            }
+        }
         let label = |n: i64, s: xmemo_core::RevisionStatus| format!("r{n} ({s})");
         Ok(DiffPage {
             chrome: Some(ctx.chrome("skills")),
@@ -225,15 +257,12 @@ pub async fn page(
                     label: label(r.revision_number, r.status),
                 })
                 .collect(),
-            identical: d.diff.identical,
+            identical: d.diff.identical && !first,
+            first,
             incomplete: !d.diff.complete || d.diff.timed_out,
-            name: d.diff.name.as_ref().map(|c| (c.old.clone(), c.new.clone())),
-            description: d
-                .diff
-                .description
-                .as_ref()
-                .map(|c| (c.old.clone(), c.new.clone())),
-            body: text_view(&d.diff.instruction_body),
+            name,
+            description,
+            body,
             metadata: d
                 .diff
                 .metadata
@@ -245,7 +274,7 @@ pub async fn page(
                     new: m.new.as_ref().map(|v| v.to_string()).unwrap_or_default(),
                 })
                 .collect(),
-            unchanged: comps.unchanged.len(),
+            unchanged: if first { 0 } else { comps.unchanged.len() },
             components,
             slug: d.slug,
         })

@@ -36,6 +36,9 @@ pub struct MemberRow {
     /// Roles the person may set for this member (empty: no change allowed).
     pub roles: Vec<&'static str>,
     pub can_remove: bool,
+    /// The person's own row when no other member is an owner: the store keeps every team's
+    /// last owner, so a Leave button would only lead to a refusal.
+    pub sole_owner: bool,
 }
 
 pub struct InvitationRow {
@@ -111,6 +114,7 @@ pub async fn page(
             .list_members(p, &ws)
             .await
             .map_err(ctx.fail("members"))?;
+        let owners = list.iter().filter(|m| m.role == Role::Owner).count();
         for m in list {
             let is_me = m.account_id == ctx.who.account.account_id;
             let may_touch = manager && !is_me && role.may_grant(m.role);
@@ -125,6 +129,7 @@ pub async fn page(
                     vec![]
                 },
                 can_remove: may_touch,
+                sole_owner: is_me && m.role == Role::Owner && owners == 1,
                 handle: m.handle,
                 display_name: m.display_name,
                 role: m.role.to_string(),

@@ -18,12 +18,14 @@
 //! - `editor.rs`: new skill / new revision, components, live preview; `import.rs`: uploads
 //!   and URLs;
 //! - `memories.rs`, `keys.rs` (API keys and OAuth grants), `members.rs` (teams, members,
-//!   invitations), `account.rs` (password, export, deletion), `connect.rs` (client recipes).
+//!   invitations), `account.rs` (password, export, deletion), `connect.rs` (client recipes),
+//!   `help.rs` (per kind of user, the usual failure and the pages that fix it).
 
 mod account;
 mod connect;
 mod diff;
 mod editor;
+mod help;
 mod import;
 mod keys;
 pub mod markdown;
@@ -574,6 +576,7 @@ pub fn routes() -> Router<AppState> {
         .route("/console/account/export", get(account::export))
         .route("/console/account/delete", post(account::delete))
         .route("/console/connect", get(connect::page))
+        .route("/console/help", get(help::page))
         .route("/console/{*unknown}", any(not_found_page))
         .route("/assets/console.js", get(script))
         .layer(DefaultBodyLimit::max(FORM_LIMIT_BYTES));
