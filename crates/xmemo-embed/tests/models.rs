@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use xmemo_embed::{EmbedderSpec, Purpose};
 
 fn model_folder() -> Option<PathBuf> {
-    cached_folder(
+    xmemo_testkit::model_folder(
         "XMEMO_TEST_EMBEDDING_MODEL",
         "all-minilm-l6-v2",
         "the all-MiniLM-L6-v2 model folder",
@@ -16,31 +16,11 @@ fn model_folder() -> Option<PathBuf> {
 }
 
 fn multilingual_folder() -> Option<PathBuf> {
-    cached_folder(
+    xmemo_testkit::model_folder(
         "XMEMO_TEST_MULTILINGUAL_MODEL",
         "use-multilingual",
         "the Universal Sentence Encoder multilingual folder",
     )
-}
-
-/// The folder `variable` names, else `name` in the default cache; `None` (after failing the
-/// test unless skips are allowed) when it holds no model.
-fn cached_folder(variable: &str, name: &str, what: &str) -> Option<PathBuf> {
-    let folder = std::env::var_os(variable).map(PathBuf::from).or_else(|| {
-        std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/xmemo-models").join(name))
-    })?;
-    if folder.join("model.safetensors").is_file() {
-        Some(folder)
-    } else {
-        xmemo_testkit::dependency_missing(
-            what,
-            &format!(
-                "{} holds no model.safetensors (run scripts/models {name}, or set {variable})",
-                folder.display()
-            ),
-        );
-        None
-    }
 }
 
 /// The model in `folder`, checked to give vectors of `dims` under an id starting `id_prefix`.

@@ -4,6 +4,7 @@
 
 pub mod browser;
 pub mod embeddings;
+pub mod llama;
 mod memory;
 pub mod oauth;
 mod skip;
@@ -252,4 +253,32 @@ pub async fn postgres_fresh_database_url() -> Option<(String, PgDropGuard)> {
         .unwrap_or(without_query);
     let name = options.get_database().unwrap_or_default().to_string();
     Some((format!("{server}/{name}"), guard))
+}
+
+/// The model folder `variable` names, else `name` in the default models cache
+/// (`~/.cache/xmemo-models`, where `scripts/models` puts it); `None` (after failing the test
+/// unless skips are allowed) when it holds no `model.safetensors`. `what` names it in the
+/// failure.
+pub fn model_folder(variable: &str, name: &str, what: &str) -> Option<std::path::PathBuf> {
+    let folder = std::env::var_os(variable)
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME").map(|h| {
+                std::path::PathBuf::from(h)
+                    .join(".cache/xmemo-models")
+                    .join(name)
+            })
+        })?;
+    if folder.join("model.safetensors").is_file() {
+        Some(folder)
+    } else {
+        dependency_missing(
+            what,
+            &format!(
+                "{} holds no model.safetensors (run scripts/models {name}, or set {variable})",
+                folder.display()
+            ),
+        );
+        None
+    }
 }
