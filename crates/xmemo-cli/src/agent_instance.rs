@@ -78,18 +78,27 @@ pub fn stable_instance_id() -> String {
     if let Stored::Valid(id) = read_stored(&path) {
         return id;
     }
-    let id = xmemo_core::new_id("inst");
-    let written = path
-        .parent()
-        .map_or(Ok(()), std::fs::create_dir_all)
-        .and_then(|()| std::fs::write(&path, format!("{id}\n")));
-    if let Err(e) = written {
+    keep_new_id(&path).unwrap_or_else(|(id, e)| {
         eprintln!(
             "xmemo mcp: warning: cannot save the agent instance id to {} ({e}); using a new one for this run (set {ENV_VAR} to keep one)",
             path.display()
         );
+        id
+    })
+}
+
+/// Makes a new instance id and keeps it at `path` (the bridge then sends it on every run);
+/// on failure, the id that could not be kept and why.
+pub fn keep_new_id(path: &std::path::Path) -> Result<String, (String, std::io::Error)> {
+    let id = xmemo_core::new_id("inst");
+    let written = path
+        .parent()
+        .map_or(Ok(()), std::fs::create_dir_all)
+        .and_then(|()| std::fs::write(path, format!("{id}\n")));
+    match written {
+        Ok(()) => Ok(id),
+        Err(e) => Err((id, e)),
     }
-    id
 }
 
 #[cfg(test)]

@@ -640,18 +640,34 @@ fn agent_instance_check() -> Check {
                 format!("{var} is not set and {path_text} cannot be read ({e}): `xmemo mcp` would use a new id every run"),
             )
             .fix(format!("export {var}={suggestion}")),
-            None => Check::new(
-                "agent_instance",
-                Status::Fail,
-                format!("{var} is not set and there is no config directory {path_text}: `xmemo mcp` would use a new id every run"),
-            )
-            .fix(format!("export {var}={suggestion}")),
-            Some(_) => Check::new(
-                "agent_instance",
-                Status::Fail,
-                format!("{var} is not set and no id is stored in {path_text}: the next `xmemo mcp` makes one up"),
-            )
-            .fix(format!("export {var}={suggestion} (keep it stable and outside git)")),
+            // Nothing kept yet (or no config directory at all): make the id now and keep it
+            // where the bridge reads it, so the id suggested is the one `xmemo mcp` sends.
+            Some(Stored::Missing | Stored::Invalid) | None => match stored_path
+                .as_deref()
+                .map(agent_instance::keep_new_id)
+            {
+                None => Check::new(
+                    "agent_instance",
+                    Status::Fail,
+                    format!("{var} is not set and there is no config directory {path_text}: `xmemo mcp` would use a new id every run"),
+                )
+                .fix(format!("export {var}={suggestion}")),
+                Some(Ok(id)) => Check::new(
+                    "agent_instance",
+                    Status::Warn,
+                    format!(
+                        "{var} is not set; made {id} and kept it in {path_text}: `xmemo mcp` sends it on every run on this machine, but other clients and CLI commands send none"
+                    ),
+                )
+                .fix(format!("export {var}={id}"))
+                .data(json!({"agent_instance_id": id, "source": "stored", "path": path_text})),
+                Some(Err((_, e))) => Check::new(
+                    "agent_instance",
+                    Status::Fail,
+                    format!("{var} is not set and no id can be kept in {path_text} ({e}): `xmemo mcp` would use a new id every run"),
+                )
+                .fix(format!("export {var}={suggestion} (keep it stable and outside git)")),
+            },
         },
     }
 }

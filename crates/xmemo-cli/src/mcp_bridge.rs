@@ -222,10 +222,9 @@ impl Bridge {
             .map(str::to_string);
         // Only requests get answers; notifications and client responses are fire-and-forget.
         let id = message.get("id").filter(|_| method.is_some()).cloned();
-        if method.as_deref() == Some("initialize")
-            && let Some(name) = message
-                .pointer("/params/clientInfo/name")
-                .and_then(Value::as_str)
+        // The client's name: in every request's `_meta` (MCP 2026-07-28) or in the legacy
+        // `initialize`; kept for the messages that carry none.
+        if let Some(name) = client_name(&message, method.as_deref())
             && let Ok(mut agent) = self.agent_id.write()
             && agent.is_none()
         {
@@ -471,6 +470,23 @@ pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
         source = s.source();
     }
     text
+}
+
+/// The name a client gives itself in `message`: `_meta["io.modelcontextprotocol/clientInfo"]`
+/// of any request (MCP 2026-07-28), else `clientInfo` of a legacy `initialize`.
+fn client_name<'m>(message: &'m Value, method: Option<&str>) -> Option<&'m str> {
+    let from_meta = message
+        .get("params")
+        .and_then(|p| p.get("_meta"))
+        .and_then(|m| m.get("io.modelcontextprotocol/clientInfo"))
+        .and_then(|info| info.get("name"))
+        .and_then(Value::as_str);
+    from_meta.or_else(|| {
+        (method == Some("initialize"))
+            .then(|| message.pointer("/params/clientInfo/name"))
+            .flatten()
+            .and_then(Value::as_str)
+    })
 }
 
 #[cfg(test)]

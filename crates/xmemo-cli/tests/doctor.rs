@@ -155,12 +155,6 @@ fn reports_each_failure_with_its_fix() {
             "XMEMO_PROFILE",
         ),
         (
-            // Missing instance id: nothing in the environment, nothing stored.
-            vec![("XMEMO_URL", url), ("XMEMO_KEY", key)],
-            "agent_instance",
-            "export XMEMO_AGENT_INSTANCE_ID=",
-        ),
-        (
             vec![
                 ("XMEMO_URL", url),
                 ("XMEMO_KEY", key),
@@ -289,4 +283,51 @@ fn the_stored_instance_id_is_reported_stable_and_is_the_one_the_bridge_sends() {
         reported.push(instance["agent_instance_id"].as_str().unwrap().to_string());
     }
     assert_eq!(reported, [sent.clone(), sent]);
+}
+
+fn remember(content: &str) -> Value {
+    json!({"method": "tools/call", "params": {"name": "remember", "arguments": {
+        "kind": "note", "content": content}}})
+}
+
+fn saved_instance(answer: &Value) -> String {
+    answer["result"]["structuredContent"]["data"]["memory"]["saved_by"]["agent_instance_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no instance id saved: {answer}"))
+        .to_string()
+}
+
+/// Issue #31, item 2: with nothing set and nothing kept, the id doctor suggests is kept (not
+/// a throwaway), and it is the id two separate bridge runs send.
+#[test]
+fn the_instance_id_doctor_suggests_is_kept_and_every_bridge_run_sends_it() {
+    let env = Env::start();
+    let settings = [
+        ("XMEMO_URL", env.server.url.as_str()),
+        ("XMEMO_KEY", env.key.as_str()),
+    ];
+    let kept_at = env.config_home().join("xmemo/agent-instance-id");
+    assert!(!kept_at.exists());
+    let out = env.run(&["doctor", "--json"], &settings).ok().json();
+    let instance = check(&out, "agent_instance");
+    assert_eq!(instance["status"], "warn", "{out}");
+    assert_eq!(instance["source"], "stored");
+    assert_eq!(instance["path"], kept_at.display().to_string());
+    let suggested = instance["agent_instance_id"].as_str().unwrap().to_string();
+    assert!(
+        instance["fix"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("export XMEMO_AGENT_INSTANCE_ID={suggested}"))
+    );
+    assert_eq!(support::read(&kept_at).trim(), suggested);
+
+    let conn = [
+        ("XMEMO_URL", env.server.url.clone()),
+        ("XMEMO_KEY", env.key.clone()),
+    ];
+    let first = env.bridge(&conn, &[remember("first run")]);
+    let second = env.bridge(&conn, &[remember("second run")]);
+    assert_eq!(saved_instance(&first[0]), suggested);
+    assert_eq!(saved_instance(&second[0]), suggested);
 }

@@ -6,6 +6,7 @@ use base64::Engine;
 use rand::RngCore;
 use subtle::ConstantTimeEq;
 use xmemo_core::Scope;
+use xmemo_core::limits::ATTRIBUTION_MAX_CHARS;
 use xmemo_store::{Account, Attribution};
 
 /// Every key starts with this, so leaked keys are easy to scan for.
@@ -28,6 +29,9 @@ pub struct Principal {
     pub client_profile: Option<String>,
     pub agent_id: Option<String>,
     pub agent_instance_id: Option<String>,
+    /// The name the OAuth client registered with (`client_name`), when the credential is an
+    /// OAuth access token: the agent's name when the client sends none of its own.
+    pub registered_client: Option<String>,
     /// Authenticated by an OAuth access token (`credential_id` is then its grant): scope
     /// refusals on `/mcp` are answered with an OAuth `insufficient_scope` challenge.
     pub via_oauth: bool,
@@ -43,6 +47,7 @@ impl Principal {
             client_profile: Some("operator".into()),
             agent_id: None,
             agent_instance_id: None,
+            registered_client: None,
             via_oauth: false,
         }
     }
@@ -57,6 +62,16 @@ impl Principal {
         }
     }
 
+    /// Names the agent after what its client says of itself (MCP `clientInfo`), else after
+    /// the OAuth client's registered name, unless an attribution header already named it.
+    pub fn name_agent(&mut self, client_name: Option<&str>) {
+        if self.agent_id.is_none() {
+            self.agent_id = client_name
+                .or(self.registered_client.as_deref())
+                .and_then(attribution_name);
+        }
+    }
+
     pub fn attribution(&self) -> Attribution {
         Attribution {
             account_id: self.account.account_id.clone(),
@@ -66,6 +81,21 @@ impl Principal {
             agent_instance_id: self.agent_instance_id.clone(),
         }
     }
+}
+
+/// `text` as an attribution value: trimmed, without control characters, at most
+/// [`ATTRIBUTION_MAX_CHARS`] characters; `None` when nothing is left.
+pub fn attribution_name(text: &str) -> Option<String> {
+    let cleaned: String = text
+        .chars()
+        .filter(|c| !c.is_control())
+        .collect::<String>()
+        .trim()
+        .chars()
+        .take(ATTRIBUTION_MAX_CHARS)
+        .collect();
+    let cleaned = cleaned.trim_end();
+    (!cleaned.is_empty()).then(|| cleaned.to_string())
 }
 
 /// A new random key (256 bits) and what is stored of it.

@@ -274,6 +274,24 @@ async fn a_registered_public_client_gets_tokens_for_mcp_and_keeps_them_fresh() {
         memory.attribution.client_profile.as_deref(),
         Some("ordinary-full")
     );
+    // The client named itself nowhere: the agent is the name it registered with.
+    assert_eq!(memory.attribution.agent_id.as_deref(), Some("Test Host"));
+    // A client that names itself in `_meta` (MCP 2026-07-28) is named so.
+    let named = s
+        .mcp(
+            Some(&access),
+            "tools/call",
+            json!({"name": "remember",
+                   "arguments": {"content": "saved by a client that names itself", "kind": "note"},
+                   "_meta": {"io.modelcontextprotocol/clientInfo": {"name": "chatgpt-connector", "version": "1"}}}),
+        )
+        .await;
+    assert_eq!(
+        named.body["result"]["structuredContent"]["data"]["memory"]["saved_by"]["agent_id"],
+        "chatgpt-connector",
+        "{}",
+        named.body
+    );
     // Not at the REST API: that is another resource.
     s.get("/api/v1/me", &access)
         .await

@@ -65,9 +65,24 @@ impl Env {
         cmd
     }
 
-    /// Runs the stdio bridge with `env`, sends `initialize` then `messages` (ids from 2 on)
-    /// and returns the answers to those, by id.
+    /// Runs the stdio bridge with `env`, sends a legacy `initialize` (client
+    /// `connect-test`) then `messages` (ids from 2 on) and returns the answers to those.
     pub fn bridge(&self, env: &[(&str, String)], messages: &[Value]) -> Vec<Value> {
+        let init = json!({"method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "connect-test", "version": "1"}}});
+        let initialized = json!({"method": "notifications/initialized"});
+        let mut all = vec![init, initialized];
+        all.extend(messages.iter().cloned());
+        let mut answers = self.bridge_raw(env, &all);
+        let first = answers.remove(0);
+        assert!(first["result"]["protocolVersion"].is_string(), "{first}");
+        answers
+    }
+
+    /// Runs the stdio bridge with `env` and sends `messages` as they are (a request gets the
+    /// id of its place, from 1); returns the answers to the requests, in order.
+    pub fn bridge_raw(&self, env: &[(&str, String)], messages: &[Value]) -> Vec<Value> {
         let env_refs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
         let mut cmd = self.command(&env_refs);
         cmd.arg("mcp")
@@ -84,32 +99,24 @@ impl Env {
                 let _ = tx.send(line);
             }
         });
-        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "connect-test", "version": "1"}}});
-        writeln!(stdin, "{init}").expect("write");
-        let first = match rx.recv_timeout(Duration::from_secs(60)) {
-            Ok(line) => line,
-            Err(_) => panic!("no initialize answer; stderr: {}", stderr_of(child)),
-        };
-        let first: Value = serde_json::from_str(&first).expect("JSON line");
-        assert!(first["result"]["protocolVersion"].is_string(), "{first}");
-        writeln!(
-            stdin,
-            "{}",
-            json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        )
-        .expect("write");
         let mut answers = Vec::new();
         for (i, m) in messages.iter().enumerate() {
             let mut m = m.clone();
             m["jsonrpc"] = json!("2.0");
-            m["id"] = json!(i + 2);
+            let notification = m["method"]
+                .as_str()
+                .is_some_and(|method| method.starts_with("notifications/"));
+            if !notification {
+                m["id"] = json!(i + 1);
+            }
             writeln!(stdin, "{m}").expect("write");
-            let line = rx
-                .recv_timeout(Duration::from_secs(60))
-                .expect("an answer from the bridge");
-            answers.push(serde_json::from_str(&line).expect("JSON line"));
+            if notification {
+                continue;
+            }
+            match rx.recv_timeout(Duration::from_secs(60)) {
+                Ok(line) => answers.push(serde_json::from_str(&line).expect("JSON line")),
+                Err(_) => panic!("no answer to {m}; stderr: {}", stderr_of(child)),
+            }
         }
         drop(stdin);
         let _ = child.wait();

@@ -50,10 +50,11 @@ use axum::response::{Json, Response};
 use axum::routing::{any, get};
 use profiles::{Profile, Profiles};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, GetSkillRequestParams,
-    GetSkillResult, Implementation, InitializeRequestParams, InitializeResult, ListResourcesResult,
-    ListSkillsResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
-    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, ClientJsonRpcMessage, ClientRequest, CustomRequest,
+    CustomResult, GetMeta, GetSkillRequestParams, GetSkillResult, Implementation,
+    InitializeRequestParams, InitializeResult, ListResourcesResult, ListSkillsResult,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResponse, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
@@ -515,6 +516,9 @@ impl McpRuntime {
             Ok(checked) => checked,
             Err(response) => return response,
         };
+        // Saves are attributed to the agent the client says it is, whichever protocol era
+        // it speaks (an attribution header still wins).
+        principal.name_agent(client_name(&checked.message).as_deref());
         // An OAuth token is checked for the scope of the call (403 insufficient_scope, which
         // a host can step up from); API keys keep their PERMISSION_DENIED tool results.
         if principal.via_oauth
@@ -549,6 +553,23 @@ impl McpRuntime {
             .map(Body::new);
         wire::ensure_jsonrpc(response).await
     }
+}
+
+/// The name the client gives itself in this message: in its `_meta` (MCP 2026-07-28, sent
+/// with every request) or, on the legacy handshake, in `initialize`'s `clientInfo`.
+fn client_name(message: &ClientJsonRpcMessage) -> Option<String> {
+    let ClientJsonRpcMessage::Request(request) = message else {
+        return None;
+    };
+    request
+        .request
+        .get_meta()
+        .client_info()
+        .map(|info| info.name)
+        .or_else(|| match &request.request {
+            ClientRequest::InitializeRequest(init) => Some(init.params.client_info.name.clone()),
+            _ => None,
+        })
 }
 
 /// The body, at most [`BODY_LIMIT_BYTES`], in one buffer sized from `Content-Length` when

@@ -167,6 +167,7 @@ impl Service {
             client_profile: Some(key.profile),
             agent_id,
             agent_instance_id,
+            registered_client: None,
             via_oauth: false,
         })
     }

@@ -648,6 +648,7 @@ impl Service {
             ),
             agent_id,
             agent_instance_id,
+            registered_client: Some(token.grant.client_name.clone()),
             via_oauth: true,
         })
     }
