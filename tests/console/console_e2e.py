@@ -92,6 +92,53 @@ def new_skill(page, ws, slug, name, description, body, component=None, intent="S
     page.wait_for_url(lambda u: skill_page(u))
 
 
+# Every visible select must show its longest option, and every pre/code block must stay inside
+# its card: wrapped, or scrolling inside its own box (overflow-x auto/scroll), never cut by an
+# ancestor that clips nor sticking out of the card it belongs to.
+LAYOUT_PROBLEMS = """() => {
+  const problems = [];
+  const shown = el => el.getClientRects().length > 0 && getComputedStyle(el).visibility !== 'hidden';
+  const scrolls = v => v === 'auto' || v === 'scroll';
+  const name = el => el.tagName.toLowerCase() + (el.id ? '#' + el.id : '')
+    + (typeof el.className === 'string' && el.className ? '.' + el.className.trim().split(/\\s+/).join('.') : '');
+  const ctx = document.createElement('canvas').getContext('2d');
+  for (const sel of document.querySelectorAll('select')) {
+    if (!shown(sel)) continue;
+    const cs = getComputedStyle(sel);
+    ctx.font = `${cs.fontStyle} ${cs.fontWeight} ${cs.fontSize} ${cs.fontFamily}`;
+    const widest = Math.max(0, ...[...sel.options].map(o => ctx.measureText(o.text).width));
+    // Chromium draws the drop-down arrow inside the right padding box: keep 16 px for it.
+    const room = sel.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight) - 16;
+    if (widest > room + 0.5) problems.push(`${name(sel)}: its longest option needs ${Math.ceil(widest)} px, ${Math.floor(room)} px are shown`);
+  }
+  for (const el of document.querySelectorAll('pre, code')) {
+    if (!shown(el) || (el.tagName === 'CODE' && el.closest('pre'))) continue;
+    const cs = getComputedStyle(el);
+    if (el.tagName === 'PRE' && el.scrollWidth > el.clientWidth + 1 && !scrolls(cs.overflowX))
+      problems.push(`${name(el)}: ${el.scrollWidth} px of text in ${el.clientWidth} px, and it does not scroll`);
+    const r = el.getBoundingClientRect();
+    const card = el.parentElement.closest('.client, .card, .memory, .rendered, .review-banner, .secret, .filters, section, li, td, main');
+    if (card) {
+      const c = card.getBoundingClientRect();
+      const inScroller = (() => { for (let a = el.parentElement; a && a !== card; a = a.parentElement) if (scrolls(getComputedStyle(a).overflowX)) return true; return false; })();
+      if (!inScroller && (r.right > c.right + 1 || r.left < c.left - 1))
+        problems.push(`${name(el)} sticks out of ${name(card)} (${Math.round(r.left)}..${Math.round(r.right)} in ${Math.round(c.left)}..${Math.round(c.right)})`);
+    }
+    for (let a = el.parentElement; a && a !== document.body; a = a.parentElement) {
+      const ov = getComputedStyle(a).overflowX;
+      if (ov === 'visible') continue;
+      if (scrolls(ov)) break;
+      const ar = a.getBoundingClientRect();
+      if (r.right > ar.right + 1 || r.left < ar.left - 1) problems.push(`${name(el)} is cut by ${name(a)} (overflow ${ov})`);
+      break;
+    }
+  }
+  if (document.documentElement.scrollWidth > window.innerWidth + 1)
+    problems.push(`the page is ${document.documentElement.scrollWidth} px wide in a ${window.innerWidth} px window`);
+  return problems;
+}"""
+
+
 def main():
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=CHROMIUM_ARGS)
@@ -126,6 +173,22 @@ def main():
             shot(admin, "03-skill")
 
         check("create a skill with a script component and publish it", create_and_publish)
+
+        def first_revision_diff_shows_everything_added():
+            skill_url = admin.url
+            admin.locator("tr[data-revision='1']").get_by_role("link", name="Diff").click()
+            admin.wait_for_url(lambda u: skill_page(u, "/diff"))
+            body = admin.get_by_test_id("body-diff")
+            ins = " ".join(body.locator("ins").all_inner_texts())
+            assert "Run the **staging** checks first" in ins, ins
+            assert body.locator("del").count() == 0
+            assert "same content" not in admin.content()
+            expect(admin.get_by_test_id("first-revision")).to_be_visible()
+            expect(admin.locator("section.component-diff[data-path='scripts/check.py']")).to_contain_text("added")
+            shot(admin, "05a-first-revision-diff")
+            admin.goto(skill_url)
+
+        check("a first revision's diff shows the whole proposal as added", first_revision_diff_shows_everything_added)
 
         def edit_into_revision_2():
             admin.get_by_test_id("edit").click()
@@ -196,6 +259,9 @@ def main():
             admin.get_by_label("Name", exact=True).fill("Operations")
             admin.get_by_role("button", name="Create team").click()
             admin.wait_for_url(lambda u: u.startswith(f"{URL}/console/members?ws=ops"))
+            # The team's only owner is told why they cannot leave, not offered a 409.
+            assert admin.get_by_role("button", name="Leave team").count() == 0
+            expect(admin.get_by_test_id("sole-owner")).to_contain_text("only owner")
             for who, role in [("bob", "member"), ("carol", "viewer")]:
                 admin.get_by_label("Account handle").fill(who)
                 admin.get_by_label("Role", exact=True).select_option(role)
@@ -415,6 +481,94 @@ def main():
             expect(admin.get_by_test_id("readiness-headless")).to_have_text("key only")
 
         check("connect, grants and import pages render with readiness badges", other_pages_render)
+
+        def root_reaches_the_console():
+            r = admin.goto(f"{URL}/")
+            assert r.status == 200, r.status
+            assert admin.url.startswith(f"{URL}/console/skills"), admin.url
+            api = admin.request.get(f"{URL}/", headers={"Accept": "application/json"})
+            assert api.status == 404, api.status
+            assert api.json()["error"]["code"] == "NOT_FOUND", api.text()
+            icon = admin.request.get(f"{URL}/favicon.ico")
+            assert icon.status == 200 and icon.headers["content-type"].startswith("image/"), icon.headers
+
+        check("/ in a browser reaches the console; an API client still gets the JSON 404", root_reaches_the_console)
+
+        def login_without_next_lands_on_the_console():
+            ctx = browser.new_context()
+            page = ctx.new_page()
+            page.goto(f"{URL}/login")
+            page.get_by_label("Account").fill("admin")
+            page.get_by_label("Password").fill(ADMIN_PASSWORD)
+            page.get_by_role("button", name="Sign in").click()
+            page.wait_for_url(lambda u: u.startswith(f"{URL}/console/"))
+            ctx.close()
+
+        check("/login without next lands on the console", login_without_next_lands_on_the_console)
+
+        def copy_buttons_copy_each_recipe():
+            admin_ctx.grant_permissions(["clipboard-read", "clipboard-write"], origin=URL)
+            admin.goto(f"{URL}/console/connect")
+            blocks = admin.locator("pre.config")
+            ids = blocks.evaluate_all("els => els.map(e => e.id)")
+            assert len(ids) >= 15, ids
+            for block_id in ids:
+                button = admin.locator(f"button[data-copy='{block_id}']")
+                expect(button).to_be_visible()
+                button.click()
+                expect(button).to_have_text("Copied")
+                want = admin.locator(f"#{block_id}").evaluate("e => e.textContent")
+                got = admin.evaluate("navigator.clipboard.readText()")
+                assert got == want, (block_id, got, want)
+                assert button.get_attribute("data-copied") == want, block_id
+            # Both ways in for the direct clients, the key always by reference.
+            for client in ["claude-code", "cursor", "codex", "vscode", "gemini-cli", "copilot"]:
+                expect(admin.get_by_test_id(f"recipe-{client}-oauth")).to_be_visible()
+                key = admin.get_by_test_id(f"recipe-{client}-key").inner_text()
+                assert "XMEMO_KEY" in key and "xmk_" not in key, key
+            expect(admin.get_by_test_id("recipe-claude-code-command")).to_contain_text("--scope user")
+
+        check("every recipe on the connect page has a working copy button", copy_buttons_copy_each_recipe)
+
+        def help_page_from_the_navigation():
+            admin.goto(f"{URL}/console/skills")
+            admin.get_by_role("navigation", name="Console sections").get_by_role("link", name="Help").click()
+            admin.wait_for_url(f"{URL}/console/help")
+            for role in ["chatgpt", "developer", "pilot-owner", "operator"]:
+                expect(admin.get_by_test_id(f"help-{role}")).to_be_visible()
+            admin.get_by_test_id("help-developer").get_by_role("link", name="API keys").click()
+            admin.wait_for_url(f"{URL}/console/keys")
+
+        check("the help page is in the navigation and links the pages that fix things", help_page_from_the_navigation)
+
+        def nothing_is_cut_at_1280():
+            pages = [
+                ("/console/skills", "20-skills"),
+                ("/console/skills/new", "21-new-skill"),
+                ("/console/skills/personal/deploy-app", "22-skill"),
+                ("/console/skills/personal/deploy-app/edit", "23-edit"),
+                ("/console/skills/personal/deploy-app/diff", "24-diff"),
+                ("/console/import", "25-import"),
+                ("/console/memories?forgotten=1", "26-memories"),
+                ("/console/keys", "27-keys"),
+                ("/console/grants", "28-grants"),
+                ("/console/members?ws=ops", "29-teams"),
+                ("/console/account", "30-account"),
+                ("/console/connect", "31-connect"),
+                ("/console/help", "32-help"),
+            ]
+            found = {}
+            for path, name in pages:
+                r = admin.goto(f"{URL}{path}")
+                assert r.status == 200, (path, r.status)
+                assert admin.viewport_size["width"] == 1280
+                shot(admin, name)
+                problems = admin.evaluate(LAYOUT_PROBLEMS)
+                if problems:
+                    found[path] = problems
+            assert not found, json.dumps(found, indent=1)
+
+        check("no select or code block of any console page is cut at 1280 px", nothing_is_cut_at_1280)
 
         def mobile_layout():
             phone = browser.new_context(viewport={"width": 390, "height": 844}, storage_state=admin_ctx.storage_state())
