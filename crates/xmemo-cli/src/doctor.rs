@@ -3,7 +3,11 @@
 //! instance id — and says, for each check that fails, what fixes it. (`xmemo admin doctor`
 //! checks a server's data directory instead.)
 //!
-//! Nothing here changes anything: no key is created, no instance id stored.
+//! Nothing here changes anything but one: when no agent instance id is set or kept, doctor
+//! makes the one it suggests and keeps it where the bridge reads it (so the suggestion is the
+//! id `xmemo mcp` then sends). No key is created, no client file written.
+
+mod clients;
 
 use crate::agent_instance::{self, Stored};
 use crate::mcp_bridge::{error_chain, sse_messages, unexpanded_reference};
@@ -22,6 +26,13 @@ pub struct DoctorArgs {
     /// Client profile to check the tools of (/mcp/{profile}) [default: the key's own]
     #[arg(long, env = "XMEMO_PROFILE")]
     pub profile: Option<String>,
+    /// Check this client's MCP configuration only [default: every client whose file is
+    /// where `xmemo connect` writes it]
+    #[arg(long, value_enum)]
+    pub client: Option<crate::connect::clients::Client>,
+    /// The client's configuration file, when not in its default place (with --client)
+    #[arg(long, requires = "client")]
+    pub config: Option<std::path::PathBuf>,
     /// Print one JSON object per check (under "checks") instead of text
     #[arg(long)]
     pub json: bool,
@@ -215,6 +226,7 @@ async fn checks(args: &DoctorArgs) -> Vec<Check> {
         _ => Check::new("mcp", Status::Skip, "needs an accepted XMEMO_KEY"),
     });
     out.push(oauth_check(&probe).await);
+    out.extend(clients::client_config_checks(&probe, key, args.client, args.config.clone()).await);
     out.push(instance);
     out
 }

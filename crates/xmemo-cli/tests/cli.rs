@@ -834,6 +834,21 @@ fn memories_and_account_end_to_end() {
     let mut mona = admin.with_key(&key);
     mona.env = vec![("XMEMO_AGENT_INSTANCE_ID".into(), "mona-runner-1".into())];
 
+    // Issue #31, item 6: an empty recall says where it looked and what to check next — here,
+    // a new account with nothing saved: the key and the server this client uses.
+    let empty = mona.ok(&["memories", "staging port"]);
+    for said in [
+        "no memory matches",
+        "searched:   personal",
+        "filters:    query \"staging port\"",
+        "recallable: 0 (",
+        "no memory is saved where mona can read yet",
+        "XMEMO_KEY",
+        "xmemo doctor",
+    ] {
+        assert!(empty.contains(said), "{said:?} not in:\n{empty}");
+    }
+
     let args = [
         "remember",
         "The staging database listens on port 5433",
@@ -861,6 +876,17 @@ fn memories_and_account_end_to_end() {
 
     let found = mona.json(&["memories", "staging port", "--project", "shop"]);
     assert_eq!(str_at(&found, "/data/memories/0/memory_id"), id);
+    assert!(found["data"].get("hint").is_none(), "{found}");
+    // Something to find, but not with these words: say so.
+    let missed = mona.ok(&["memories", "zebra", "--project", "shop"]);
+    for said in [
+        "no memory matches",
+        "filters:    query \"zebra\"; project shop",
+        "recallable: 1 (",
+        "1 memory is recallable in personal, but none matches",
+    ] {
+        assert!(missed.contains(said), "{said:?} not in:\n{missed}");
+    }
     let by_instance = mona.json(&["memories", "--instance", "mona-runner-1"]);
     assert_eq!(
         by_instance["data"]["memories"].as_array().map(Vec::len),

@@ -68,6 +68,8 @@ fn passes_against_a_good_server_and_key() {
             ("credential", "pass"),
             ("mcp", "pass"),
             ("oauth", "skip"),
+            // No client has a configuration file in this fresh home.
+            ("client_config", "skip"),
             ("agent_instance", "pass"),
         ]
         .map(|(a, b)| (a.to_string(), b.to_string()))
@@ -101,7 +103,7 @@ fn passes_against_a_good_server_and_key() {
     // Text: one line per check, no fix lines when nothing fails.
     let text = env.run(&["doctor"], &good);
     text.ok();
-    assert_eq!(text.stdout.lines().count(), 6, "{}", text.stdout);
+    assert_eq!(text.stdout.lines().count(), 7, "{}", text.stdout);
     assert!(!text.stdout.contains("fix:"), "{}", text.stdout);
 }
 
@@ -330,4 +332,168 @@ fn the_instance_id_doctor_suggests_is_kept_and_every_bridge_run_sends_it() {
     let second = env.bridge(&conn, &[remember("second run")]);
     assert_eq!(saved_instance(&first[0]), suggested);
     assert_eq!(saved_instance(&second[0]), suggested);
+}
+
+/// The `client_config` checks of one run, by the client they name.
+fn client_checks(out: &Value) -> Vec<&Value> {
+    out["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["check"] == "client_config")
+        .collect()
+}
+
+/// Issue #31, item 6: doctor reads the MCP clients' configuration files — a missing entry,
+/// an entry reaching another server, a key written in clear each fail with the `xmemo
+/// connect … --write` that fixes them; what `xmemo connect --write` writes passes.
+#[test]
+fn doctor_checks_each_clients_config_file() {
+    let env = Env::start();
+    let url = env.server.url.clone();
+    let settings = [
+        ("XMEMO_URL", url.as_str()),
+        ("XMEMO_KEY", env.key.as_str()),
+        ("XMEMO_AGENT_INSTANCE_ID", "laptop-1"),
+    ];
+    let home = env.home();
+    let cursor = home.join(".cursor/mcp.json");
+    let gemini = home.join(".gemini/settings.json");
+    let codex = home.join(".codex/config.toml");
+    for dir in [".cursor", ".gemini", ".codex"] {
+        std::fs::create_dir_all(home.join(dir)).unwrap();
+    }
+    // Cursor: another server only; Gemini: the bridge with the key in clear; Codex: the
+    // bridge against another server.
+    std::fs::write(
+        &cursor,
+        r#"{"mcpServers": {"github": {"url": "https://api.example/mcp"}}}"#,
+    )
+    .unwrap();
+    let literal = format!(
+        r#"{{"mcpServers": {{"xmemo": {{"command": "xmemo", "args": ["mcp"], "env": {{"XMEMO_URL": "{url}", "XMEMO_KEY": "{}"}}}}}}}}"#,
+        env.key
+    );
+    std::fs::write(&gemini, literal).unwrap();
+    std::fs::write(
+        &codex,
+        "[mcp_servers.xmemo]\ncommand = \"xmemo\"\nargs = [\"mcp\"]\nenv = { XMEMO_URL = \"http://10.9.9.9:8420\" }\n",
+    )
+    .unwrap();
+
+    let run = env.run(&["doctor", "--json"], &settings);
+    assert_eq!(run.code, Some(1), "{run:#?}");
+    assert!(!run.stdout.contains(&env.key), "the key is printed");
+    let out = run.json();
+    let found = client_checks(&out);
+    let by = |client: &str| -> &Value {
+        found
+            .iter()
+            .find(|c| c["client"] == client)
+            .unwrap_or_else(|| panic!("no check of {client}: {out}"))
+    };
+    for (client, words, fix) in [
+        (
+            "cursor",
+            "has no xmemo entry",
+            "xmemo connect cursor --config",
+        ),
+        (
+            "gemini-cli",
+            "holds a secret in clear (env/XMEMO_KEY)",
+            "--auth key",
+        ),
+        (
+            "codex",
+            "reaches http://10.9.9.9:8420",
+            "xmemo connect codex --config",
+        ),
+    ] {
+        let c = by(client);
+        assert_eq!(c["status"], "fail", "{c}");
+        assert!(c["summary"].as_str().unwrap().contains(words), "{c}");
+        assert!(c["fix"].as_str().unwrap().contains(fix), "{c}");
+    }
+    assert_eq!(found.len(), 3, "{out}");
+
+    // What connect writes passes: the key by reference, then OAuth (no grant yet: a warning
+    // that says how to sign in).
+    for client in ["gemini-cli", "codex"] {
+        let path = if client == "codex" { &codex } else { &gemini };
+        std::fs::remove_file(path).unwrap();
+        env.run(&["connect", client, "--auth", "key", "--write"], &settings)
+            .ok();
+    }
+    env.run(&["connect", "cursor", "--write"], &settings).ok();
+    let out = env.run(&["doctor", "--json"], &settings).ok().json();
+    let found = client_checks(&out);
+    let status = |client: &str| {
+        found
+            .iter()
+            .find(|c| c["client"] == client)
+            .map(|c| {
+                (
+                    c["status"].as_str().unwrap().to_string(),
+                    c["summary"].to_string(),
+                )
+            })
+            .unwrap_or_else(|| panic!("no check of {client}: {out}"))
+    };
+    assert_eq!(status("gemini-cli").0, "pass", "{out}");
+    assert_eq!(status("codex").0, "pass", "{out}");
+    let (cursor_status, cursor_summary) = status("cursor");
+    assert_eq!(cursor_status, "warn", "{out}");
+    assert!(
+        cursor_summary.contains("holds no live grant"),
+        "{cursor_summary}"
+    );
+
+    // Once the client has signed in (a real consent and token exchange), the grant is there.
+    let password = support::read(&env.tmp.path().join("data/admin.password"));
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let client_id = xmemo_testkit::oauth::register_public(&url, "Cursor").await;
+        let tokens =
+            xmemo_testkit::oauth::tokens_for(&url, "admin", password.trim(), &client_id).await;
+        assert_eq!(tokens.status, 200, "{}", tokens.body);
+    });
+    let out = env.run(&["doctor", "--json"], &settings).ok().json();
+    let signed_in = client_checks(&out)
+        .into_iter()
+        .find(|c| c["client"] == "cursor")
+        .cloned()
+        .unwrap_or_else(|| panic!("{out}"));
+    assert_eq!(signed_in["status"], "pass", "{signed_in}");
+    assert_eq!(signed_in["live_grants"], 1, "{signed_in}");
+    assert!(
+        signed_in["summary"]
+            .as_str()
+            .unwrap()
+            .contains("1 live grant(s), latest by Cursor"),
+        "{signed_in}"
+    );
+
+    // A client named on the command line whose file is missing fails with the fix.
+    let run = env.run(
+        &[
+            "doctor",
+            "--json",
+            "--client",
+            "vscode",
+            "--config",
+            "/nonexistent/mcp.json",
+        ],
+        &settings,
+    );
+    assert_eq!(run.code, Some(1));
+    let out = run.json();
+    let vscode = client_checks(&out);
+    assert_eq!(vscode.len(), 1);
+    assert_eq!(vscode[0]["status"], "fail");
+    assert!(
+        vscode[0]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("there is no /nonexistent/mcp.json")
+    );
 }

@@ -383,6 +383,14 @@ pub trait Store: Send + Sync + 'static {
         limit: u32,
     ) -> StoreResult<Vec<Memory>>;
 
+    /// How many memories of the workspaces a recall can find at `now` (active, not
+    /// expired), whatever the query and filters.
+    async fn count_recallable_memories(
+        &self,
+        workspace_ids: &[String],
+        now: &str,
+    ) -> StoreResult<u64>;
+
     // ---- audit ----
     async fn append_audit(&self, audit: AuditDraft) -> StoreResult<()>;
     async fn list_audit(&self, filter: &AuditFilter) -> StoreResult<Vec<AuditEntry>>;

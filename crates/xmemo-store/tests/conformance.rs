@@ -5523,6 +5523,29 @@ mod memory_cases {
             .await
             .unwrap();
         assert_eq!(page.len() + rest.len(), 4);
+        // What an empty recall reports: the recallable memories, whatever the filters (the
+        // expired one and Bob's are not counted unless his workspace is searched too).
+        assert_eq!(
+            store
+                .count_recallable_memories(&[ws.to_string()], &now())
+                .await
+                .unwrap(),
+            3
+        );
+        assert_eq!(
+            store
+                .count_recallable_memories(
+                    &[ws.to_string(), bob.personal_workspace_id.clone()],
+                    &now()
+                )
+                .await
+                .unwrap(),
+            4
+        );
+        assert_eq!(
+            store.count_recallable_memories(&[], &now()).await.unwrap(),
+            0
+        );
     }
 
     pub async fn memories_concurrent_updates_one_wins(db: &TestDb) {

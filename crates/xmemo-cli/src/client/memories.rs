@@ -9,7 +9,7 @@ use clap::{Args, Subcommand};
 use reqwest::Method;
 use serde_json::{Value, json};
 use xmemo_core::MemoryKind;
-use xmemo_server::service::memories::{MemoryHitView, MemoryView};
+use xmemo_server::service::memories::{EmptyRecallHint, MemoryHitView, MemoryView};
 use xmemo_server::service::types::ToolResult;
 
 #[derive(Args, Debug)]
@@ -211,6 +211,9 @@ pub async fn memories(a: MemoriesArgs) -> anyhow::Result<()> {
             return Err(not_answered_with("memories"));
         };
         print_hits(&found.memories, full);
+        if let Some(hint) = &found.hint {
+            print_hint(hint);
+        }
         Ok(())
     })
 }
@@ -229,6 +232,19 @@ fn print_hits(memories: &[MemoryHitView], full: bool) {
         let headers = ["ID", "KIND", "WORKSPACE", "BY", "TITLE", "CONTENT"];
         println!("{}", table_of(headers, memories, hit_row));
     }
+}
+
+/// Where an empty recall looked and what to check next.
+fn print_hint(hint: &EmptyRecallHint) {
+    println!("searched:   {}", hint.workspaces.join(", "));
+    if !hint.filters.is_empty() {
+        println!("filters:    {}", hint.filters.join("; "));
+    }
+    println!(
+        "recallable: {} (what a recall there with no query or filter finds)",
+        hint.recallable
+    );
+    println!("next:       {}", hint.next);
 }
 
 fn hit_row(m: &MemoryHitView) -> [String; 6] {

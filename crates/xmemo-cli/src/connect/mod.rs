@@ -5,9 +5,10 @@
 //! compares them). No secret is ever printed or written: OAuth entries carry only the URL, key
 //! entries name `XMEMO_KEY` by reference.
 
-mod clients;
+pub(crate) mod clients;
 mod entry;
 mod headless;
+pub(crate) mod inspect;
 mod json_doc;
 mod toml_doc;
 mod write;

@@ -212,6 +212,24 @@ pub struct Remembered {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Memories {
     pub memories: Vec<MemoryHitView>,
+    /// With an empty search only: where it looked and what to check next.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hint: Option<EmptyRecallHint>,
+}
+
+/// What an empty recall tells its caller, so "nothing found" can be told apart from "looking
+/// in the wrong place" (the product page: verify the MCP config path, XMEMO_KEY for direct
+/// clients, and any stale OAuth credential).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct EmptyRecallHint {
+    /// The handles of the workspaces searched (`personal` is the caller's own).
+    pub workspaces: Vec<String>,
+    /// The filters that narrowed the search, as given (`query`, `kind`, `project`…).
+    pub filters: Vec<String>,
+    /// Memories those workspaces hold that a recall with no query or filter finds.
+    pub recallable: u64,
+    /// The next thing to check.
+    pub next: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -229,6 +247,76 @@ pub struct MemoryVersionView {
 pub struct MemoryHistory {
     pub memory_id: String,
     pub versions: Vec<MemoryVersionView>,
+}
+
+/// The filters a recall was given, named as its arguments are.
+fn given_filters(req: &RecallMemoriesRequest, tags: &[String], min_score: bool) -> Vec<String> {
+    let mut given = Vec::new();
+    if let Some(q) = &req.query {
+        given.push(format!("query {q:?}"));
+    }
+    if let Some(kind) = req.kind {
+        given.push(format!("kind {kind}"));
+    }
+    if !tags.is_empty() {
+        given.push(format!("tags {}", tags.join(",")));
+    }
+    for (name, value) in [
+        ("project", &req.project),
+        ("agent_instance_id", &req.agent_instance_id),
+        ("since", &req.since),
+        ("until", &req.until),
+    ] {
+        if let Some(v) = value {
+            given.push(format!("{name} {v}"));
+        }
+    }
+    if min_score {
+        given.push("min_score".into());
+    }
+    given
+}
+
+/// The hint of an empty recall: the next check depends on whether anything was there to find.
+fn empty_recall_hint(
+    principal: &Principal,
+    workspaces: Vec<String>,
+    filters: Vec<String>,
+    recallable: u64,
+    readable_workspaces: usize,
+) -> EmptyRecallHint {
+    let next = if recallable > 0 {
+        let held = if recallable == 1 {
+            "1 memory is".to_string()
+        } else {
+            format!("{recallable} memories are")
+        };
+        format!(
+            "{held} recallable in {}, but none matches: use fewer or other words, drop a filter, or lower min_score",
+            workspaces.join(", ")
+        )
+    } else if workspaces.len() < readable_workspaces {
+        format!(
+            "{} holds no memory yet; leave out `workspace` to search all {readable_workspaces} workspaces you can read",
+            workspaces.join(", ")
+        )
+    } else {
+        let credential = if principal.via_oauth {
+            "this OAuth grant (an old grant may belong to another account: sign in to the console, Account, and reconnect)"
+        } else {
+            "this API key (XMEMO_KEY for direct clients; the console's Keys page shows whose it is)"
+        };
+        format!(
+            "no memory is saved where {} can read yet. If you saved some, check that this client uses the same server (its MCP config path and XMEMO_URL) and the same account as {credential}; `xmemo doctor` checks both",
+            principal.account.handle
+        )
+    };
+    EmptyRecallHint {
+        workspaces,
+        filters,
+        recallable,
+        next,
+    }
 }
 
 fn saved_by(a: &xmemo_store::Attribution, account: Option<String>) -> SavedBy {
@@ -431,7 +519,7 @@ impl Service {
     pub async fn recall_memories(
         &self,
         principal: &Principal,
-        req: RecallMemoriesRequest,
+        mut req: RecallMemoriesRequest,
     ) -> ServiceResult<Memories> {
         principal.require(Scope::Read)?;
         let full = req.full.unwrap_or(false);
@@ -453,6 +541,7 @@ impl Service {
             }
             let (memory, access) = self.readable_memory(principal, id).await?;
             return Ok(Memories {
+                hint: None,
                 memories: vec![hit_view(
                     xmemo_store::MemoryHit {
                         memory,
@@ -493,7 +582,7 @@ impl Service {
             // where SQLite finds nothing, and both must answer alike.
             xmemo_core::validate::reject_controls("query", q, xmemo_core::validate::Lines::Many)?;
         }
-        let tags = req.tags.unwrap_or_default();
+        let tags = req.tags.take().unwrap_or_default();
         for tag in &tags {
             xmemo_core::validate_slug("tags", tag)?;
         }
@@ -513,10 +602,12 @@ impl Service {
             Some(text) => self.query_meaning(text).await,
             None => None,
         };
+        let filters = given_filters(&req, &tags, min_score.is_some());
+        let workspace_ids = access.readable(req.workspace.as_deref())?;
         let hits = self
             .store
             .recall_memories(&MemoryQuery {
-                workspace_ids: access.readable(req.workspace.as_deref())?,
+                workspace_ids: workspace_ids.clone(),
                 text: req.query,
                 kind: req.kind,
                 tags,
@@ -530,13 +621,28 @@ impl Service {
                 semantic,
             })
             .await?;
-        Ok(Memories {
-            memories: hits
-                .into_iter()
-                .filter(|h| super::semantic::above_floor(min_score, h.score, h.every_word))
-                .map(|h| hit_view(h, full, &access))
-                .collect(),
-        })
+        let memories: Vec<MemoryHitView> = hits
+            .into_iter()
+            .filter(|h| super::semantic::above_floor(min_score, h.score, h.every_word))
+            .map(|h| hit_view(h, full, &access))
+            .collect();
+        let hint = if memories.is_empty() {
+            let recallable = self
+                .store
+                .count_recallable_memories(&workspace_ids, &self.now())
+                .await?;
+            let searched = workspace_ids.iter().map(|w| access.handle(w)).collect();
+            Some(empty_recall_hint(
+                principal,
+                searched,
+                filters,
+                recallable,
+                access.workspace_ids().len(),
+            ))
+        } else {
+            None
+        };
+        Ok(Memories { memories, hint })
     }
 
     pub async fn get_memory(

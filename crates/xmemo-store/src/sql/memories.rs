@@ -536,6 +536,29 @@ pub async fn memory_page<D: Dialect>(
     .collect()
 }
 
+/// How many memories of the workspaces a recall can find at `now` (active, not expired),
+/// whatever the query and filters: what an empty recall tells its caller.
+pub async fn count_recallable_memories<D: Dialect>(
+    store: &SqlStore<D>,
+    workspace_ids: &[String],
+    now: &str,
+) -> StoreResult<u64> {
+    if workspace_ids.is_empty() {
+        return Ok(0);
+    }
+    let n = workspace_ids.len();
+    let sql = format!(
+        "SELECT COUNT(*) AS n FROM memories m WHERE m.workspace_id IN ({}) AND m.status = 'active' AND (m.expires_at IS NULL OR m.expires_at > ${})",
+        in_list(1, n),
+        n + 1
+    );
+    let mut s = store.read().await?;
+    let row = s
+        .one(Stmt::new(sql).bind_all(workspace_ids).bind(now), "count")
+        .await?;
+    super::driver::to_u64(row.int("n")?, "memory count")
+}
+
 /// Inserts a memory and its versions as given (snapshot imports).
 pub async fn import_memory<D: Dialect>(
     s: &mut Session<D>,

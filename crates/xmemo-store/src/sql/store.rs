@@ -462,6 +462,14 @@ impl<D: Dialect> Store for SqlStore<D> {
         memories::memory_page(self, workspace_ids, after, limit).await
     }
 
+    async fn count_recallable_memories(
+        &self,
+        workspace_ids: &[String],
+        now: &str,
+    ) -> StoreResult<u64> {
+        memories::count_recallable_memories(self, workspace_ids, now).await
+    }
+
     async fn append_audit(&self, draft: AuditDraft) -> StoreResult<()> {
         audit::append_alone(self, &draft).await
     }
