@@ -19,6 +19,7 @@ import uuid
 
 import httpx2
 from mcp import Client
+from mcp.types import Implementation
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
@@ -37,13 +38,23 @@ def payload(result) -> dict:
     return structured
 
 
-async def scenario(client: Client, slug: str, label: str) -> None:
+async def scenario(client: Client, slug: str, label: str, agent: str | None) -> None:
     tools = await client.list_tools()
     names = sorted(t.name for t in tools.tools)
     expected = sorted(
         ["recall_cloud_skill", "save_cloud_skill", "remember", "recall", "update_memory", "forget", "restore_memory"]
     )
     check(names == expected, f"tools/list: {names}")
+
+    # Attribution (issue #31): no X-Memory-OS-Agent-ID is sent, yet the save names the agent
+    # after the name the SDK gives itself (in `_meta` of every request in its default mode,
+    # in `initialize` in legacy mode, which the bridge keeps).
+    remembered = payload(
+        await client.call_tool("remember", {"kind": "note", "content": f"attribution check {slug}"})
+    )
+    saved_by = remembered["data"]["memory"]["saved_by"]
+    check(saved_by["agent_id"] == agent, f"agent_id {saved_by['agent_id']!r}, expected {agent!r}")
+    check(saved_by["agent_instance_id"] == label, f"{saved_by}")
 
     note = f"Notes for {label}.\n"
     saved = payload(
@@ -112,7 +123,6 @@ async def main() -> int:
         http = httpx2.AsyncClient(
             headers={
                 "Authorization": f"Bearer {a.key}",
-                "X-Memory-OS-Agent-ID": "python-sdk",
                 "X-Memory-OS-Agent-Instance-ID": label,
             },
             timeout=httpx2.Timeout(30, read=120),
@@ -123,9 +133,15 @@ async def main() -> int:
         env.update({"XMEMO_URL": a.url, "XMEMO_KEY": a.key, "XMEMO_AGENT_INSTANCE_ID": label})
         server = StdioServerParameters(command=a.xmemo, args=["mcp"], env=env)
 
-    async with Client(server, mode=a.mode) as client:
+    name = f"interop-{label}"
+    # A legacy client over plain HTTP names itself only in `initialize`, which this stateless
+    # server cannot tie to its later requests: such a client names itself with the
+    # X-Memory-OS-Agent-ID header (or by its OAuth registration) instead (docs/mcp.md).
+    agent = None if (a.mode == "legacy" and a.transport == "http") else name
+    client_info = Implementation(name=name, version="1.0.0")
+    async with Client(server, mode=a.mode, client_info=client_info) as client:
         version = client.protocol_version
-        await scenario(client, slug, label)
+        await scenario(client, slug, label, agent)
     print(f"PASS {label} (protocol {version})")
     return 0
 

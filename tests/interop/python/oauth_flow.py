@@ -212,6 +212,12 @@ async def main() -> int:
             check(not recalled.is_error, f"recall: {recalled}")
             data = recalled.structured_content
             check(data["kind"] == "root" and data["data"]["slug"] == slug, f"recall: {data}")
+            # Attribution over OAuth (issue #31): the SDK's own name (`_meta` clientInfo of
+            # its default mode; "mcp" unless set) names the agent of a save.
+            saved = await client.call_tool("remember", {"kind": "note", "content": f"saved over OAuth ({slug})"})
+            check(not saved.is_error, f"remember: {saved}")
+            by = saved.structured_content["data"]["memory"]["saved_by"]
+            check(by["agent_id"] == "mcp", f"agent_id over OAuth: {by}")
         await browser.close()
 
     tokens = storage.tokens
