@@ -1,6 +1,6 @@
 //! `xmemo serve`.
 
-use crate::settings::{ServeArgs, resolve};
+use crate::settings::{LogFormat, ServeArgs, resolve};
 use anyhow::Context;
 use xmemo_server::Service;
 use xmemo_server::app::{build_app, serve_with};
@@ -9,7 +9,7 @@ use xmemo_server::sandbox::{Isolation, SandboxConfig, SandboxEngine};
 use xmemo_server::state::ServerInfo;
 
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
-    init_tracing();
+    init_tracing(args.log_format);
     let settings = resolve(&args)?;
     // Refuse to start with an MCP contract or execute-profile list the server cannot enforce.
     let profiles = settings
@@ -74,10 +74,13 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
                 "semantic recall lane on"
             );
             if settings.semantic.default_model {
-                eprintln!(
-                    "xmemo: semantic recall on with the recommended model found in {} \
-                     (--embedding-model none turns it off)",
-                    settings.semantic.spec.model.as_deref().unwrap_or_default()
+                notice(
+                    args.log_format,
+                    &format!(
+                        "xmemo: semantic recall on with the recommended model found in {} \
+                         (--embedding-model none turns it off)",
+                        settings.semantic.spec.model.as_deref().unwrap_or_default()
+                    ),
                 );
             }
             service.with_semantic_lane(
@@ -95,12 +98,15 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         let password = xmemo_server::bootstrap::admin_password_path(&settings.data_dir);
         tracing::warn!(key = %path.display(), password = %password.display(),
             "created the admin account; its API key and its sign-in password are in these files (mode 0600), shown nowhere else");
-        eprintln!(
-            "xmemo: first start — admin API key written to {} (read it with: cat {}); \
-             sign-in password for `admin` written to {}",
-            path.display(),
-            path.display(),
-            password.display()
+        notice(
+            args.log_format,
+            &format!(
+                "xmemo: first start — admin API key written to {} (read it with: cat {}); \
+                 sign-in password for `admin` written to {}",
+                path.display(),
+                path.display(),
+                password.display()
+            ),
         );
     }
     // Several nodes on one database share the work: each names itself, the lease decides.
@@ -136,22 +142,54 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         max_executions_per_account = limits.executions.per_account,
         "xmemo serving"
     );
-    eprintln!(
-        "xmemo: listening on http://{local} (REST under {public_url}/api/v1, MCP at {public_url}/mcp)"
+    notice(
+        args.log_format,
+        &format!(
+            "xmemo: listening on http://{local} (REST under {public_url}/api/v1, MCP at {public_url}/mcp)"
+        ),
     );
     serve_with(listener, app, limits.http, shutdown_signal()).await?;
     Ok(())
 }
 
-fn init_tracing() {
+/// A line for the person who started the server, whatever `XMEMO_LOG` filters: as it is on a
+/// text log, one JSON object (`message` holding the same text) on a JSON log, so every line of
+/// that log is JSON.
+fn notice(format: LogFormat, text: &str) {
+    match format {
+        LogFormat::Text => eprintln!("{text}"),
+        LogFormat::Json => eprintln!(
+            "{}",
+            serde_json::json!({
+                "timestamp": xmemo_store::now(),
+                "level": "INFO",
+                "target": "xmemo::notice",
+                "message": text,
+            })
+        ),
+    }
+}
+
+fn init_tracing(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("XMEMO_LOG").unwrap_or_else(|_| {
         tracing_subscriber::EnvFilter::new("info,sqlx=warn,tower_http=warn,rmcp=warn")
     });
-    let _ = tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_writer(std::io::stderr)
-        .try_init();
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Text => builder
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .try_init(),
+        // One object a line, the event's fields at the top level beside `timestamp`,
+        // `level` and `target`.
+        LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(false)
+            .with_span_list(false)
+            .try_init(),
+    };
 }
 
 async fn shutdown_signal() {

@@ -42,6 +42,17 @@ pub struct ServeArgs {
     pub oauth_client_profiles: Vec<String>,
     #[command(flatten)]
     pub semantic: SemanticArgs,
+    /// How the log is written on stderr: `text` for people, `json` for a collector (one
+    /// object a line; docs/operations.md)
+    #[arg(long, env = "XMEMO_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+}
+
+#[derive(clap::ValueEnum, Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum LogFormat {
+    #[default]
+    Text,
+    Json,
 }
 
 /// The semantic recall lane (docs/decisions.md, "Semantic recall"): on with the model named,

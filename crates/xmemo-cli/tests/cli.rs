@@ -437,7 +437,13 @@ fn skills_end_to_end() {
     assert_eq!(search_slugs(&client, "deploy"), vec!["deploy-prod"]);
 
     // Errors from the server keep their code.
-    client.fails_with(&["recall", "no-such-skill"], "NOT_FOUND");
+    let missing = client.fails_with(&["recall", "no-such-skill"], "NOT_FOUND");
+    // The server's refusal names its request, for the operator's log (issue #32 item 5).
+    assert!(
+        missing.stderr.contains("\n  request id: req_"),
+        "{}",
+        missing.stderr
+    );
     let run = client.fails_with(&["save", "Bad_Slug", "--body", "x"], "VALIDATION_ERROR");
     assert!(run.stderr.contains("slug"), "{run:#?}");
     let run = client.run(&["save", "x", "--body", "x", "--component", "bogus:a=b"]);

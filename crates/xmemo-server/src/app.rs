@@ -40,6 +40,8 @@ pub fn build_app(service: Service, info: ServerInfo) -> Router {
             crate::http::body::refuse_declared_oversize(BODY_LIMIT_BYTES, request, next)
         }));
     let mcp = crate::mcp::routes(&state);
+    let request_log =
+        axum::middleware::from_fn_with_state(state.clone(), crate::http::request_log::middleware);
     Router::new()
         .nest("/api/v1", api.clone())
         .nest("/v1", api)
@@ -55,6 +57,8 @@ pub fn build_app(service: Service, info: ServerInfo) -> Router {
         .with_state(state)
         .layer(DefaultBodyLimit::max(BODY_LIMIT_BYTES))
         .layer(CatchPanicLayer::custom(panic_response))
+        // Outside the panic guard, so a panic's 500 carries its request id too.
+        .layer(request_log)
         .layer(TraceLayer::new_for_http())
         // Keys, tokens and session cookies never reach traces.
         .layer(SetSensitiveResponseHeadersLayer::new([header::SET_COOKIE]))

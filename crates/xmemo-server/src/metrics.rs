@@ -62,7 +62,12 @@ pub struct Metrics {
     audit_failures: AtomicU64,
     /// MCP tool calls by the path that answered them: `[direct, rmcp]`.
     mcp_tool_calls: [AtomicU64; 2],
+    /// HTTP responses by status class: `[1xx/other, 2xx, 3xx, 4xx, 5xx]`.
+    http_responses: [AtomicU64; 5],
 }
+
+/// The status classes of `xmemo_http_responses_total`, by index.
+const STATUS_CLASSES: [&str; 5] = ["other", "2xx", "3xx", "4xx", "5xx"];
 
 /// Which path answered an MCP tool call (see `mcp::direct`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -132,6 +137,19 @@ impl Metrics {
         self.mcp_tool_calls[path.index()].fetch_add(1, Ordering::Relaxed);
     }
 
+    /// One HTTP response with this status (every route but hyper's own answers to
+    /// unparsable request heads).
+    pub fn record_http_response(&self, status: u16) {
+        let class = match status {
+            200..=299 => 1,
+            300..=399 => 2,
+            400..=499 => 3,
+            500..=599 => 4,
+            _ => 0,
+        };
+        self.http_responses[class].fetch_add(1, Ordering::Relaxed);
+    }
+
     /// MCP tool calls answered by `path`.
     pub fn mcp_tool_calls(&self, path: McpPath) -> u64 {
         self.mcp_tool_calls[path.index()].load(Ordering::Relaxed)
@@ -159,6 +177,19 @@ impl Metrics {
     pub fn render_prometheus(&self) -> String {
         let mut out = String::new();
         let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        header(
+            &mut out,
+            "xmemo_http_responses_total",
+            "counter",
+            "HTTP responses, by status class.",
+        );
+        for (i, class) in STATUS_CLASSES.iter().enumerate() {
+            let _ = writeln!(
+                out,
+                "xmemo_http_responses_total{{class=\"{class}\"}} {}",
+                load(&self.http_responses[i])
+            );
+        }
         header(
             &mut out,
             "xmemo_executions_total",

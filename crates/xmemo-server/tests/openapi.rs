@@ -380,7 +380,13 @@ fn assert_error(body: &Value, code: &str, what: &str) {
     assert_eq!(error["code"], code, "{what}: {body}");
     assert!(error["message"].is_string(), "{what}: message: {body}");
     assert!(error["retryable"].is_boolean(), "{what}: retryable: {body}");
-    let allowed: BTreeSet<&str> = ["code", "message", "retryable", "details"].into();
+    assert!(
+        error["request_id"]
+            .as_str()
+            .is_some_and(|id| id.starts_with("req_")),
+        "{what}: request_id: {body}"
+    );
+    let allowed: BTreeSet<&str> = ["code", "message", "retryable", "details", "request_id"].into();
     for key in error.as_object().expect("error object").keys() {
         assert!(
             allowed.contains(key.as_str()),

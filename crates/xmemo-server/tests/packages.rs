@@ -1011,7 +1011,8 @@ async fn import_route_names_are_ordinary_slugs() {
             assert_eq!(r.body.as_object().unwrap().len(), 1, "{}", r.body);
             for key in err.as_object().unwrap().keys() {
                 assert!(
-                    ["code", "message", "retryable", "details"].contains(&key.as_str()),
+                    ["code", "message", "retryable", "details", "request_id"]
+                        .contains(&key.as_str()),
                     "{path}: unexpected error field {key}"
                 );
             }

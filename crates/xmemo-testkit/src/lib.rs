@@ -180,7 +180,13 @@ impl ServerProcess {
             let left = deadline.saturating_duration_since(std::time::Instant::now());
             match rx.recv_timeout(left) {
                 Ok(line) => {
-                    if let Some(rest) = line.strip_prefix("xmemo: listening on ") {
+                    // A text log has the line as it is; a JSON log (`--log-format json`) the
+                    // same text as an object's `message`.
+                    let message = serde_json::from_str::<serde_json::Value>(&line)
+                        .ok()
+                        .and_then(|v| v["message"].as_str().map(str::to_string))
+                        .unwrap_or_else(|| line.clone());
+                    if let Some(rest) = message.strip_prefix("xmemo: listening on ") {
                         server.url = rest.split_whitespace().next().unwrap_or("").to_string();
                     }
                     seen.push(line);

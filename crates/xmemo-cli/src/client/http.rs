@@ -111,6 +111,10 @@ impl fmt::Display for Failure {
                 if let Some(details) = self.error_field("details") {
                     write_details(f, details)?;
                 }
+                // What the operator searches the server's log for.
+                if let Some(id) = self.error_field("request_id").and_then(Value::as_str) {
+                    write!(f, "\n  request id: {id}")?;
+                }
                 Ok(())
             }
         }

@@ -53,10 +53,12 @@ pub async fn authenticate(
     let agent_id = attribution_header(parts, AGENT_ID_HEADER)?;
     let instance = attribution_header(parts, AGENT_INSTANCE_HEADER)?;
     let client = client_addr(parts, &state.info.trusted_proxies);
-    Ok(state
+    let principal = state
         .service
         .authenticate(&secret, audience, client, agent_id, instance)
-        .await?)
+        .await?;
+    super::request_log::record_account(&parts.extensions, &principal.account.account_id);
+    Ok(principal)
 }
 
 /// The key from `Authorization: Bearer …` or from `X-API-Key`. An `Authorization` header of

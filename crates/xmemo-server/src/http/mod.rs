@@ -36,6 +36,7 @@ pub mod credential;
 pub mod error;
 pub mod io;
 pub mod limits;
+pub mod request_log;
 
 use axum::Router;
 use axum::extract::ConnectInfo;

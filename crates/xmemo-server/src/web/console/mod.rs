@@ -339,9 +339,9 @@ impl FromRequestParts<AppState> for Signed {
     type Rejection = Response;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
-        session::signed(state, &parts.headers, &parts.uri)
-            .await
-            .map(Signed)
+        let ctx = session::signed(state, &parts.headers, &parts.uri).await?;
+        crate::http::request_log::record_account(&parts.extensions, &ctx.who.account.account_id);
+        Ok(Signed(ctx))
     }
 }
 
@@ -355,10 +355,11 @@ impl FromRequestParts<AppState> for SignedPost {
     type Rejection = Response;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
-        session::signed_post(state, &parts.headers)
+        let ctx = session::signed_post(state, &parts.headers)
             .await
-            .map(SignedPost)
-            .map_err(post_refused)
+            .map_err(post_refused)?;
+        crate::http::request_log::record_account(&parts.extensions, &ctx.who.account.account_id);
+        Ok(SignedPost(ctx))
     }
 }
 
