@@ -53,6 +53,20 @@ enum AdminCommand {
         #[arg(long)]
         to: String,
     },
+    /// Copy a SQLite installation, while its server runs, into a new file, then check the
+    /// copy (SQLite's quick_check, the audit chain). PostgreSQL: use pg_dump.
+    Backup {
+        /// The file to write (it must not exist)
+        #[arg(long)]
+        to: std::path::PathBuf,
+    },
+    /// Put a backup into a data directory that holds no database yet (never over a live
+    /// one), then check it.
+    Restore {
+        /// The backup file
+        #[arg(long)]
+        from: std::path::PathBuf,
+    },
 }
 
 #[derive(Subcommand)]
@@ -190,6 +204,12 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<()> {
         AdminCommand::Doctor => return doctor(&args).await,
         AdminCommand::Migrate => return crate::admin_db::migrate(&args.db, args.json).await,
         AdminCommand::Copy { from, to } => return crate::admin_db::copy(from, to, args.json).await,
+        AdminCommand::Backup { to } => {
+            return crate::admin_backup::backup(&args.db, to, args.json).await;
+        }
+        AdminCommand::Restore { from } => {
+            return crate::admin_backup::restore(&args.db, from, args.json).await;
+        }
         _ => {}
     }
     let (data_dir, url) = resolve_db_only(&args.db)?;
@@ -420,7 +440,11 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<()> {
             );
         }
         // Answered above, before the database is opened (a broken database is reported).
-        AdminCommand::Doctor | AdminCommand::Migrate | AdminCommand::Copy { .. } => {}
+        AdminCommand::Doctor
+        | AdminCommand::Migrate
+        | AdminCommand::Copy { .. }
+        | AdminCommand::Backup { .. }
+        | AdminCommand::Restore { .. } => {}
         AdminCommand::Audit(AuditCommand::Verify) => {
             let entries = service.store().list_audit(&AuditFilter::default()).await?;
             match verify_audit_chain(&entries) {

@@ -2,6 +2,7 @@
 //! commands that drive a running server over its REST API.
 
 mod admin;
+mod admin_backup;
 mod admin_db;
 mod agent_instance;
 mod client;

@@ -7,6 +7,7 @@ use crate::sql::{Dialect, SqlStore};
 use crate::{StoreError, StoreResult};
 use std::path::Path;
 
+pub mod backup;
 pub(crate) mod lite;
 
 pub struct Sqlite;
