@@ -18,6 +18,9 @@ pub struct AdminArgs {
     /// The semantic lane `doctor` checks (the settings `xmemo serve` takes)
     #[command(flatten)]
     semantic: SemanticArgs,
+    /// The backup schedule `doctor` checks (the settings `xmemo serve` takes)
+    #[command(flatten)]
+    backup: crate::settings::BackupArgs,
     /// Print JSON instead of text
     #[arg(long, global = true)]
     json: bool,
@@ -537,6 +540,10 @@ async fn doctor(args: &AdminArgs) -> anyhow::Result<()> {
     };
 
     let semantic = semantic_report(args, store_for_lag.as_deref()).await;
+    let backups = match args.backup.schedule() {
+        Some(schedule) => crate::admin_backup::schedule_report(&schedule),
+        None => json!({ "status": "off" }),
+    };
     let status = if state.available {
         "available"
     } else if fallback {
@@ -560,10 +567,25 @@ async fn doctor(args: &AdminArgs) -> anyhow::Result<()> {
         "database": database,
         "permissions": permissions,
         "semantic": semantic,
+        "backups": backups,
     });
     let mut text = doctor_text(verdict, &state, fallback, &database, &permissions);
     text.push('\n');
     text.push_str(&semantic_text(&semantic));
+    text.push('\n');
+    text.push_str(
+        &match (backups["ok"].as_bool(), backups["warning"].as_str()) {
+            (None, _) => "backups: no schedule (--backup-dir); see docs/operations.md".to_string(),
+            (_, Some(warning)) => format!("backups: WARNING — {warning}"),
+            _ => format!(
+                "backups: {} in {}, the newest {} s old (every {} s)",
+                backups["count"],
+                backups["dir"].as_str().unwrap_or("?"),
+                backups["newest_age_secs"],
+                backups["every_secs"]
+            ),
+        },
+    );
     print_result_line(args.json, &value, text);
     Ok(())
 }

@@ -196,3 +196,147 @@ fn copy_private(from: &Path, to: &Path) -> std::io::Result<()> {
     std::io::copy(&mut source, &mut target)?;
     target.sync_all()
 }
+
+/// Scheduled backups are named `xmemo-<UTC time>.db`, so their names sort by age.
+const SCHEDULED_PREFIX: &str = "xmemo-";
+const SCHEDULED_SUFFIX: &str = ".db";
+
+/// The scheduled backups in `dir`, oldest first.
+pub fn scheduled_backups(dir: &Path) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+                        n.starts_with(SCHEDULED_PREFIX) && n.ends_with(SCHEDULED_SUFFIX)
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    found.sort();
+    found
+}
+
+/// Takes a backup of `source` into the schedule's folder now, then deletes all but the newest
+/// `keep`. Returns the new file.
+pub async fn scheduled_backup(
+    source: &Path,
+    schedule: &crate::settings::BackupSchedule,
+) -> anyhow::Result<PathBuf> {
+    create_private_dir(&schedule.dir)
+        .with_context(|| format!("cannot create {}", schedule.dir.display()))?;
+    let stamp = xmemo_store::now().replace(':', "");
+    let file = schedule
+        .dir
+        .join(format!("{SCHEDULED_PREFIX}{stamp}{SCHEDULED_SUFFIX}"));
+    take(source, &file).await?;
+    let all = scheduled_backups(&schedule.dir);
+    let surplus = all.len().saturating_sub(schedule.keep);
+    for old in &all[..surplus] {
+        std::fs::remove_file(old).with_context(|| format!("cannot delete {}", old.display()))?;
+    }
+    Ok(file)
+}
+
+/// Runs the schedule for as long as the server runs: one backup at once, then one every
+/// `schedule.every`. A failed backup is logged and tried again at the next turn.
+pub fn start_schedule(
+    source: PathBuf,
+    schedule: crate::settings::BackupSchedule,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut ticks = tokio::time::interval(schedule.every);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            ticks.tick().await;
+            match scheduled_backup(&source, &schedule).await {
+                Ok(file) => {
+                    tracing::info!(file = %file.display(), keep = schedule.keep, "scheduled backup taken and checked")
+                }
+                Err(e) => {
+                    tracing::error!(dir = %schedule.dir.display(), "scheduled backup failed: {e:#}")
+                }
+            }
+        }
+    })
+}
+
+/// How the newest scheduled backup stands, for `xmemo admin doctor`: a warning when there is
+/// none or it is older than twice the schedule.
+pub fn schedule_report(schedule: &crate::settings::BackupSchedule) -> serde_json::Value {
+    let all = scheduled_backups(&schedule.dir);
+    let every = schedule.every.as_secs();
+    let Some(newest) = all.last() else {
+        return json!({"ok": false, "dir": schedule.dir, "every_secs": every, "count": 0,
+            "warning": format!("no scheduled backup in {} yet", schedule.dir.display())});
+    };
+    let age = std::fs::metadata(newest)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.elapsed().ok())
+        .map_or(u64::MAX, |d| d.as_secs());
+    let mut report = json!({"ok": true, "dir": schedule.dir, "every_secs": every,
+        "count": all.len(), "newest": newest, "newest_age_secs": age});
+    if age > every.saturating_mul(2) {
+        report["ok"] = json!(false);
+        report["warning"] = json!(format!(
+            "the newest backup, {}, is {age} s old: more than twice the schedule ({every} s); is the server running, and can it write to {}?",
+            newest.display(),
+            schedule.dir.display()
+        ));
+    }
+    report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::settings::BackupSchedule;
+    use std::time::Duration;
+
+    #[tokio::test]
+    async fn the_schedule_keeps_exactly_the_newest_backups() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let source = tmp.path().join("xmemo.db");
+        drop(SqliteStore::open(&source).await.expect("a database"));
+        let schedule = BackupSchedule {
+            dir: tmp.path().join("backups"),
+            every: Duration::from_secs(3600),
+            keep: 2,
+        };
+        let mut taken = Vec::new();
+        for _ in 0..4 {
+            taken.push(scheduled_backup(&source, &schedule).await.expect("backup"));
+            // Names carry the time to the millisecond.
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert_eq!(scheduled_backups(&schedule.dir), taken[2..].to_vec());
+        let report = schedule_report(&schedule);
+        assert_eq!(report["ok"], true, "{report}");
+        assert_eq!(report["count"], 2);
+
+        // A newest backup older than twice the schedule is reported.
+        let old = std::time::SystemTime::now() - Duration::from_secs(3 * 3600);
+        std::fs::File::options()
+            .write(true)
+            .open(&taken[3])
+            .and_then(|f| f.set_modified(old))
+            .expect("age the backup");
+        let report = schedule_report(&schedule);
+        assert_eq!(report["ok"], false, "{report}");
+        assert!(
+            report["warning"]
+                .as_str()
+                .is_some_and(|w| w.contains("more than twice the schedule")),
+            "{report}"
+        );
+        let empty = BackupSchedule {
+            dir: tmp.path().join("none"),
+            ..schedule
+        };
+        assert_eq!(schedule_report(&empty)["ok"], false);
+    }
+}

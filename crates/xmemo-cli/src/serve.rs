@@ -116,6 +116,17 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         std::process::id()
     );
     let _embedding_worker = service.start_embedding_worker(worker_name);
+    let _backups = match args.backup.schedule() {
+        None => None,
+        Some(schedule) => {
+            let Some(source) = sqlite_database(&settings) else {
+                anyhow::bail!(
+                    "--backup-dir schedules backups of a SQLite installation; back PostgreSQL up with pg_dump (docs/operations.md)"
+                );
+            };
+            Some(crate::admin_backup::start_schedule(source, schedule))
+        }
+    };
     let _upkeep = service.start_upkeep();
     let listener = tokio::net::TcpListener::bind(&settings.listen)
         .await
@@ -150,6 +161,16 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     );
     serve_with(listener, app, limits.http, shutdown_signal()).await?;
     Ok(())
+}
+
+/// The SQLite file of these settings; `None` on PostgreSQL.
+fn sqlite_database(settings: &crate::settings::Settings) -> Option<std::path::PathBuf> {
+    match settings.database_url.as_deref() {
+        None => Some(settings.data_dir.join("xmemo.db")),
+        Some(url) => {
+            xmemo_store::sqlite::SqliteStore::url_path(url).map(std::path::Path::to_path_buf)
+        }
+    }
 }
 
 /// A line for the person who started the server, whatever `XMEMO_LOG` filters: as it is on a

@@ -42,10 +42,71 @@ pub struct ServeArgs {
     pub oauth_client_profiles: Vec<String>,
     #[command(flatten)]
     pub semantic: SemanticArgs,
+    #[command(flatten)]
+    pub backup: BackupArgs,
     /// How the log is written on stderr: `text` for people, `json` for a collector (one
     /// object a line; docs/operations.md)
     #[arg(long, env = "XMEMO_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+}
+
+/// Scheduled backups of a SQLite installation (docs/operations.md): `serve` takes one at
+/// start and one every `--backup-every`, keeping the newest `--backup-keep`; `xmemo admin
+/// doctor` warns when the newest is older than twice the schedule.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct BackupArgs {
+    /// Folder of the scheduled backups (SQLite only) [default: none, no schedule]
+    #[arg(long, env = "XMEMO_BACKUP_DIR")]
+    pub backup_dir: Option<PathBuf>,
+    /// Time between two scheduled backups: a number and s, m, h or d [default: 6h]
+    #[arg(long, env = "XMEMO_BACKUP_EVERY", value_parser = parse_every)]
+    pub backup_every: Option<Duration>,
+    /// Scheduled backups kept; older ones are deleted [default: 7]
+    #[arg(long, env = "XMEMO_BACKUP_KEEP", value_parser = clap::value_parser!(u32).range(1..))]
+    pub backup_keep: Option<u32>,
+}
+
+/// A backup schedule that is on.
+#[derive(Debug, Clone)]
+pub struct BackupSchedule {
+    pub dir: PathBuf,
+    pub every: Duration,
+    pub keep: usize,
+}
+
+impl BackupArgs {
+    /// The schedule, when a folder is named.
+    pub fn schedule(&self) -> Option<BackupSchedule> {
+        Some(BackupSchedule {
+            dir: self.backup_dir.clone()?,
+            every: self.backup_every.unwrap_or(Duration::from_secs(6 * 3600)),
+            keep: self.backup_keep.unwrap_or(7) as usize,
+        })
+    }
+}
+
+/// `30s`, `15m`, `6h`, `1d`: at least one second.
+pub fn parse_every(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let n: u64 = number
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number followed by s, m, h or d"))?;
+    let seconds = match unit {
+        "s" => Some(n),
+        "m" => n.checked_mul(60),
+        "h" => n.checked_mul(3600),
+        "d" => n.checked_mul(86_400),
+        _ => None,
+    }
+    .ok_or_else(|| format!("`{text}` is not a number followed by s, m, h or d"))?;
+    if seconds == 0 {
+        return Err("the schedule must be at least 1s".into());
+    }
+    Ok(Duration::from_secs(seconds))
 }
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -704,6 +765,24 @@ mod tests {
 
     fn file(toml_text: &str) -> FileSettings {
         toml::from_str(toml_text).expect("settings file")
+    }
+
+    #[test]
+    fn backup_schedules_read_a_number_and_a_unit() {
+        assert_eq!(parse_every("6h"), Ok(Duration::from_secs(21_600)));
+        assert_eq!(parse_every("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_every("2d"), Ok(Duration::from_secs(172_800)));
+        for bad in [
+            "",
+            "6",
+            "h",
+            "0s",
+            "6 hours",
+            "-1h",
+            "99999999999999999999d",
+        ] {
+            assert!(parse_every(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -152,3 +152,65 @@ async fn a_backup_taken_during_saves_restores_every_acknowledged_save() {
     }
     assert!(ids.len() >= before.len() && ids.len() <= STREAM_MAX);
 }
+
+/// `serve --backup-dir` takes a backup at start and one every `--backup-every`, keeping
+/// `--backup-keep`; `xmemo admin doctor` reports the schedule's newest backup.
+#[test]
+fn serve_takes_scheduled_backups_and_keeps_the_newest() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let data = tmp.path().join("data");
+    let backups = tmp.path().join("backups");
+    let server = ServerProcess::start(
+        BIN,
+        &[
+            "--data-dir",
+            data.to_str().expect("utf-8 path"),
+            "--backup-dir",
+            backups.to_str().expect("utf-8 path"),
+            "--backup-every",
+            "1s",
+            "--backup-keep",
+            "2",
+        ],
+        &[("XMEMO_LOG", "warn,xmemo::admin_backup=info")],
+    );
+    let taken = |server: &ServerProcess| {
+        server
+            .output()
+            .matches("scheduled backup taken and checked")
+            .count()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while taken(&server) < 3 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no third backup: {}",
+            server.output()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // The event is logged once the old ones are deleted, a second before the next backup.
+    let files: Vec<_> = std::fs::read_dir(&backups)
+        .expect("backups")
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("xmemo-") && n.ends_with(".db"))
+        .collect();
+    assert_eq!(files.len(), 2, "{files:?}");
+    assert!(!server.output().contains("scheduled backup failed"));
+
+    let doctor = admin(
+        &data,
+        &[
+            "--backup-dir",
+            backups.to_str().expect("utf-8"),
+            "--backup-every",
+            "1s",
+            "--json",
+            "doctor",
+        ],
+    );
+    let report: Value = serde_json::from_slice(&doctor.stdout).expect("doctor json");
+    assert_eq!(report["backups"]["ok"], true, "{report}");
+    assert_eq!(report["backups"]["count"], 2, "{report}");
+}
