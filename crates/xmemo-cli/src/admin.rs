@@ -63,6 +63,9 @@ enum AdminCommand {
         #[arg(long)]
         to: std::path::PathBuf,
     },
+    /// Check a whole installation (after a restore, say): the audit chain, every stored
+    /// file's hash, every revision's canonical hash recomputed; row counts.
+    Verify,
     /// Put a backup into a data directory that holds no database yet (never over a live
     /// one), then check it.
     Restore {
@@ -213,6 +216,7 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<()> {
         AdminCommand::Restore { from } => {
             return crate::admin_backup::restore(&args.db, from, args.json).await;
         }
+        AdminCommand::Verify => return crate::admin_db::verify(&args.db, args.json).await,
         _ => {}
     }
     let (data_dir, url) = resolve_db_only(&args.db)?;
@@ -447,7 +451,8 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<()> {
         | AdminCommand::Migrate
         | AdminCommand::Copy { .. }
         | AdminCommand::Backup { .. }
-        | AdminCommand::Restore { .. } => {}
+        | AdminCommand::Restore { .. }
+        | AdminCommand::Verify => {}
         AdminCommand::Audit(AuditCommand::Verify) => {
             let entries = service.store().list_audit(&AuditFilter::default()).await?;
             match verify_audit_chain(&entries) {

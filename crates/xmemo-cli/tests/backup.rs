@@ -123,6 +123,12 @@ async fn a_backup_taken_during_saves_restores_every_acknowledged_save() {
         verify.status.success() && String::from_utf8_lossy(&verify.stdout).contains("intact"),
         "{verify:?}"
     );
+    let whole = admin(&restored, &["verify"]);
+    assert!(
+        whole.status.success()
+            && String::from_utf8_lossy(&whole.stdout).contains("every hash recomputed and equal"),
+        "{whole:?}"
+    );
     drop(server);
     let again = ServerProcess::start(
         BIN,
@@ -213,4 +219,144 @@ fn serve_takes_scheduled_backups_and_keeps_the_newest() {
     let report: Value = serde_json::from_slice(&doctor.stdout).expect("doctor json");
     assert_eq!(report["backups"]["ok"], true, "{report}");
     assert_eq!(report["backups"]["count"], 2, "{report}");
+}
+
+fn run(program: &str, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(program)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{program}: {e}"))
+}
+
+fn admin_url(url: &str, args: &[&str]) -> std::process::Output {
+    xmemo_testkit::clean_command(BIN)
+        .args(["admin", "--database-url", url])
+        .args(args)
+        .output()
+        .expect("run xmemo admin")
+}
+
+/// The PostgreSQL procedure of docs/operations.md: pg_dump, pg_restore into a new database,
+/// `xmemo admin verify` (audit chain, recomputed hashes); a server on the restored database
+/// finds what was saved; a tampered revision fails the verification.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_postgresql_procedure_restores_a_verified_installation() {
+    let Some((source_url, _source)) = xmemo_testkit::postgres_fresh_database_url().await else {
+        return;
+    };
+    let Some((restored_url, _restored)) = xmemo_testkit::postgres_fresh_database_url().await else {
+        return;
+    };
+    if run("pg_dump", &["--version"]).status.code() != Some(0) {
+        xmemo_testkit::dependency_missing("pg_dump", "the PostgreSQL client tools");
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let data = tmp.path().join("data");
+    let server = ServerProcess::start(
+        BIN,
+        &[
+            "--data-dir",
+            data.to_str().expect("utf-8"),
+            "--database-url",
+            &source_url,
+        ],
+        &[],
+    );
+    let key = std::fs::read_to_string(data.join("admin.key")).expect("admin.key");
+    let key = key.trim().to_string();
+    let http = reqwest::Client::new();
+    for (path, body) in [
+        (
+            "skills",
+            json!({"slug": "deploy", "name": "Deploy", "description": "Ship it",
+                          "instruction_body": "1. Build.\n2. Ship.", "intent": "publish"}),
+        ),
+        (
+            "memories",
+            json!({"kind": "fact", "content": "restored through pg_dump"}),
+        ),
+    ] {
+        let r = http
+            .post(format!("{}/api/v1/{path}", server.url))
+            .bearer_auth(&key)
+            .json(&body)
+            .send()
+            .await
+            .expect("save");
+        assert_eq!(r.status().as_u16(), 201, "{path}");
+    }
+    drop(server);
+
+    // xmemo's own backup refuses PostgreSQL and names the tool to use.
+    let refused = admin_url(&source_url, &["backup", "--to", "/tmp/never.db"]);
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("pg_dump"));
+
+    let dump = tmp.path().join("xmemo.dump");
+    let dumped = run(
+        "pg_dump",
+        &["-Fc", "-f", dump.to_str().expect("utf-8"), &source_url],
+    );
+    assert!(dumped.status.success(), "{dumped:?}");
+    let put = run(
+        "pg_restore",
+        &[
+            "--no-owner",
+            "-d",
+            &restored_url,
+            dump.to_str().expect("utf-8"),
+        ],
+    );
+    assert!(put.status.success(), "{put:?}");
+    let verified = admin_url(&restored_url, &["verify"]);
+    let said = String::from_utf8_lossy(&verified.stdout);
+    assert!(
+        verified.status.success() && said.contains("audit chain intact, every hash recomputed"),
+        "{said} {}",
+        String::from_utf8_lossy(&verified.stderr)
+    );
+
+    let again = ServerProcess::start(
+        BIN,
+        &[
+            "--data-dir",
+            data.to_str().expect("utf-8"),
+            "--database-url",
+            &restored_url,
+        ],
+        &[],
+    );
+    let found: Value = http
+        .get(format!("{}/api/v1/memories?query=pg_dump", again.url))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .expect("recall")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(
+        found["data"]["memories"][0]["content"],
+        "restored through pg_dump"
+    );
+    drop(again);
+
+    // A revision changed behind xmemo's back no longer hashes to its canonical hash.
+    let tampered = run(
+        "psql",
+        &[
+            &restored_url,
+            "-c",
+            "UPDATE revisions SET instruction_body = 'tampered'",
+        ],
+    );
+    assert!(tampered.status.success(), "{tampered:?}");
+    let caught = admin_url(&restored_url, &["verify"]);
+    assert!(!caught.status.success());
+    assert!(
+        String::from_utf8_lossy(&caught.stdout).contains("hashes to"),
+        "{}",
+        String::from_utf8_lossy(&caught.stdout)
+    );
 }
