@@ -148,6 +148,8 @@ async fn a_json_log_finds_every_request_by_its_id_and_holds_no_secret() {
     assert_eq!(refusal["method"], "GET");
     assert_eq!(refusal["path"], "/api/v1/memories");
     assert!(refusal["duration_ms"].is_number(), "{refusal}");
+    // No proxy is trusted here: the client is the TCP peer.
+    assert_eq!(refusal["client"], "127.0.0.1", "{refusal}");
     assert!(refusal["timestamp"].is_string() && refusal["level"] == "INFO");
     // The MCP call names the account its token belongs to.
     let mcp = request(&mcp_id);

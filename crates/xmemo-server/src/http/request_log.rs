@@ -4,8 +4,9 @@
 //! `A-Z a-z 0-9 . _ : -`), else a new `req_…`. The response carries it in `X-Request-Id`, an
 //! error body (`{"error": {...}}`, the SPEC's one shape) carries it as `error.request_id`, and
 //! the event `request` (target `xmemo::access`) names it with the method, the path (never the
-//! query string, which may hold a code or a state), the status, the duration and the account
-//! the credential check found. Secrets never reach it: headers are not logged at all.
+//! query string, which may hold a code or a state), the status, the duration, the client
+//! address (behind trusted proxies, the one they forward) and the account the credential
+//! check found. Secrets never reach it: headers are not logged at all.
 
 use crate::state::AppState;
 use axum::body::Body;
@@ -59,6 +60,13 @@ pub async fn middleware(
         .map(str::to_string)
         .unwrap_or_else(|| xmemo_core::new_id("req"));
     let method = request.method().clone();
+    // The client as every budget sees it: the TCP peer, or behind a trusted proxy the
+    // address its X-Forwarded-For names.
+    let client = super::client_addr::of_request(
+        request.headers(),
+        request.extensions(),
+        &state.info.trusted_proxies,
+    );
     let path: String = request.uri().path().chars().take(PATH_MAX).collect();
     let account = AccountSlot::default();
     request.extensions_mut().insert(account.clone());
@@ -87,6 +95,7 @@ pub async fn middleware(
         status = status.as_u16(),
         duration_ms = started.elapsed().as_secs_f64() * 1000.0,
         account_id = account.0.get().map(String::as_str),
+        client = client.map(|c| c.to_string()),
         "request"
     );
     response
