@@ -14,14 +14,11 @@ use xmemo_store::{Store, verify_audit_chain};
 
 /// The SQLite file these settings name, or why there is none to copy.
 fn sqlite_file(data_dir: &Path, url: Option<&str>) -> anyhow::Result<PathBuf> {
-    match url {
-        None => Ok(data_dir.join("xmemo.db")),
-        Some(u) => SqliteStore::url_path(u).map(Path::to_path_buf).ok_or_else(|| {
-            anyhow::anyhow!(
-                "this is a PostgreSQL installation: back it up with pg_dump -Fc and restore it with pg_restore, then run `xmemo admin audit verify` (docs/operations.md)"
-            )
-        }),
-    }
+    xmemo_server::bootstrap::sqlite_database(data_dir, url).ok_or_else(|| {
+        anyhow::anyhow!(
+            "this is a PostgreSQL installation: back it up with pg_dump -Fc and restore it with pg_restore, then run `xmemo admin verify` (docs/operations.md)"
+        )
+    })
 }
 
 /// What a checked copy holds.

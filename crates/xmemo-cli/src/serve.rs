@@ -119,7 +119,10 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let _backups = match args.backup.schedule() {
         None => None,
         Some(schedule) => {
-            let Some(source) = sqlite_database(&settings) else {
+            let Some(source) = xmemo_server::bootstrap::sqlite_database(
+                &settings.data_dir,
+                settings.database_url.as_deref(),
+            ) else {
                 anyhow::bail!(
                     "--backup-dir schedules backups of a SQLite installation; back PostgreSQL up with pg_dump (docs/operations.md)"
                 );
@@ -161,16 +164,6 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     );
     serve_with(listener, app, limits.http, shutdown_signal()).await?;
     Ok(())
-}
-
-/// The SQLite file of these settings; `None` on PostgreSQL.
-fn sqlite_database(settings: &crate::settings::Settings) -> Option<std::path::PathBuf> {
-    match settings.database_url.as_deref() {
-        None => Some(settings.data_dir.join("xmemo.db")),
-        Some(url) => {
-            xmemo_store::sqlite::SqliteStore::url_path(url).map(std::path::Path::to_path_buf)
-        }
-    }
 }
 
 /// A line for the person who started the server, whatever `XMEMO_LOG` filters: as it is on a

@@ -34,7 +34,7 @@ pub async fn open_store_with(
                     data_dir.display()
                 ))
             })?;
-            let store = SqliteStore::open_with(&data_dir.join("xmemo.db"), migrate).await?;
+            let store = SqliteStore::open_with(&data_dir.join(SQLITE_FILE), migrate).await?;
             Ok(Arc::new(store))
         }
         Some(url) if url.starts_with("sqlite:") => {
@@ -132,6 +132,18 @@ fn write_secret_file(path: &Path, secret: &str) -> std::io::Result<()> {
     file.sync_all()
 }
 
+/// The SQLite file these settings name: `xmemo.db` in the data directory without a database
+/// URL, the file of a `sqlite:` URL; `None` for PostgreSQL.
+pub fn sqlite_database(data_dir: &Path, database_url: Option<&str>) -> Option<PathBuf> {
+    match database_url {
+        None => Some(data_dir.join(SQLITE_FILE)),
+        Some(url) => SqliteStore::url_path(url).map(Path::to_path_buf),
+    }
+}
+
+/// The database file's name in the data directory.
+const SQLITE_FILE: &str = "xmemo.db";
+
 /// Mode of the data directory: it holds the database and the admin key.
 pub const DATA_DIR_MODE: u32 = 0o700;
 /// Mode of the files in it (database, `-wal`, `-shm`, `admin.key`, `admin.password`).
@@ -174,10 +186,7 @@ pub struct PermissionProblem {
 /// names, with its `-wal` and `-shm`) that are open to group or others. Missing files are
 /// not problems.
 pub fn permission_problems(data_dir: &Path, database_url: Option<&str>) -> Vec<PermissionProblem> {
-    let database = match database_url {
-        None => Some(data_dir.join("xmemo.db")),
-        Some(url) => SqliteStore::url_path(url).map(Path::to_path_buf),
-    };
+    let database = sqlite_database(data_dir, database_url);
     let mut checks = vec![(data_dir.to_path_buf(), DATA_DIR_MODE)];
     if let Some(db) = database {
         for suffix in ["", "-wal", "-shm"] {
