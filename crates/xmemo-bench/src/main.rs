@@ -19,6 +19,7 @@ mod percent;
 mod read_path;
 mod relevance;
 mod report;
+mod safety;
 mod sandbox;
 mod saves;
 mod server;
@@ -109,6 +110,11 @@ struct Args {
     /// skill by the first words of its description (top-1 / top-5 hit rate, p50/p99)
     #[arg(long, value_name = "DIR")]
     clawhub: Option<PathBuf>,
+    /// The offline safety scanner in process, no server: every SKILL.md under DIR (e.g.
+    /// tests/corpus/clawhub) scanned on 1 and 2 threads; prints the verdict counts, the
+    /// skills flagged and the best time of 3
+    #[arg(long, value_name = "DIR")]
+    safety: Option<PathBuf>,
     /// Memories only: queries per query kind in the quality check
     #[arg(long, default_value_t = 200)]
     quality_queries: usize,
@@ -123,6 +129,9 @@ struct Args {
 #[tokio::main]
 async fn main() -> Result<()> {
     let mut args = Args::parse();
+    if let Some(dir) = &args.safety {
+        return safety::run(dir);
+    }
     if args.read_path.quick {
         args.read_path.apply_quick(
             &mut args.sizes,

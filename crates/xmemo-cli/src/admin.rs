@@ -66,6 +66,14 @@ enum AdminCommand {
     /// Check a whole installation (after a restore, say): the audit chain, every stored
     /// file's hash, every revision's canonical hash recomputed; row counts.
     Verify,
+    /// Scan again, with this binary's safety rules, every revision whose stored verdict is
+    /// missing or was made by other rules (after an upgrade that changed the rules), and store
+    /// the new verdicts (docs/safety.md).
+    Rescan {
+        /// Rescan every revision, even those already scanned by the current rules
+        #[arg(long)]
+        all: bool,
+    },
     /// Put a backup into a data directory that holds no database yet (never over a live
     /// one), then check it.
     Restore {
@@ -453,6 +461,20 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<()> {
         | AdminCommand::Backup { .. }
         | AdminCommand::Restore { .. }
         | AdminCommand::Verify => {}
+        AdminCommand::Rescan { all } => {
+            let summary = service.rescan_revisions(all).await?;
+            let text = format!(
+                "rescanned with rules {}: {} revisions, {} verdicts stored ({} changed); now {} clean, {} suspicious, {} malicious",
+                summary.rules_version,
+                summary.revisions,
+                summary.updated,
+                summary.verdict_changed,
+                summary.clean,
+                summary.suspicious,
+                summary.malicious
+            );
+            print_result_line(args.json, &json!({ "rescan": summary }), text);
+        }
         AdminCommand::Audit(AuditCommand::Verify) => {
             let entries = service.store().list_audit(&AuditFilter::default()).await?;
             match verify_audit_chain(&entries) {

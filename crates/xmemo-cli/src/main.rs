@@ -12,6 +12,7 @@ mod mcp_bridge;
 mod output;
 mod packages;
 mod password_input;
+mod scan;
 mod serve;
 mod settings;
 
@@ -44,6 +45,9 @@ enum Command {
     /// Check this machine's connection to a server: URL, XMEMO_KEY and its scopes, the MCP
     /// endpoint's tools, OAuth metadata, the agent instance id (each failure with its fix)
     Doctor(doctor::DoctorArgs),
+    /// Scan skills offline for unsafe content (folders, SKILL.md files, ZIPs): text, JSON or
+    /// SARIF; exit status by the worst verdict
+    Scan(scan::ScanArgs),
     #[command(flatten)]
     Client(client::ClientCommand),
     #[command(flatten)]
@@ -51,7 +55,15 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return scan::parse_failure(&e),
+    };
+    let command = match cli.command {
+        // Offline and synchronous: no runtime, and its own exit statuses.
+        Command::Scan(args) => return scan::run(args),
+        command => command,
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -63,7 +75,7 @@ fn main() -> ExitCode {
         }
     };
     let result = runtime.block_on(async move {
-        match cli.command {
+        match command {
             Command::Serve(args) => serve::run(*args).await,
             Command::Admin(args) => admin::run(args).await,
             Command::Mcp(args) => mcp_bridge::run(args).await,
@@ -71,6 +83,8 @@ fn main() -> ExitCode {
             Command::Doctor(args) => doctor::run(args).await,
             Command::Client(cmd) => client::run(cmd).await,
             Command::Packages(cmd) => packages::run(cmd).await,
+            // Ran above, without the runtime.
+            Command::Scan(_) => Ok(()),
         }
     });
     match result {

@@ -54,10 +54,16 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         }
     });
     let limits = &settings.limits;
+    if limits.allow_malicious_scripts {
+        tracing::warn!(
+            "allow_malicious_scripts: scripts of revisions the safety scanner called malicious run (in the sandbox) instead of being refused"
+        );
+    }
     let service = Service::new(store)
         .with_sandbox(sandbox)
         .with_fetch_config(settings.fetch.clone())
         .with_execution_caps(limits.executions)
+        .with_malicious_scripts_allowed(limits.allow_malicious_scripts)
         .with_budgets(limits.budgets.clone())
         .with_oauth_config(settings.oauth.clone());
     // An embeddings endpoint is not waited for: the lane starts degraded (recall by full

@@ -175,6 +175,14 @@ pub struct LimitsArgs {
     /// Script executions one account may run at once [default: 2]
     #[arg(long, env = "XMEMO_MAX_EXECUTIONS_PER_ACCOUNT")]
     pub max_executions_per_account: Option<usize>,
+    /// Run scripts of revisions the safety scanner called malicious (refused with
+    /// SAFETY_BLOCKED otherwise; docs/safety.md) [default: false]
+    #[arg(
+        long,
+        env = "XMEMO_ALLOW_MALICIOUS_SCRIPTS",
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
+    pub allow_malicious_scripts: Option<bool>,
     /// Failed authentications allowed per client address and window; 0 turns the limit off
     /// [default: 20]
     #[arg(long, env = "XMEMO_AUTH_FAILURE_LIMIT")]
@@ -308,6 +316,7 @@ struct FileSettings {
     max_connections: Option<usize>,
     max_executions: Option<usize>,
     max_executions_per_account: Option<usize>,
+    allow_malicious_scripts: Option<bool>,
     auth_failure_limit: Option<u32>,
     auth_failure_window_secs: Option<u64>,
     trusted_proxies: Option<Vec<String>>,
@@ -354,6 +363,8 @@ pub struct Settings {
 pub struct Limits {
     pub http: HttpConfig,
     pub executions: ExecutionCaps,
+    /// Scripts of revisions the safety scanner called malicious run anyway.
+    pub allow_malicious_scripts: bool,
     pub trusted_proxies: Vec<IpAddr>,
     /// Every budget, quota and cap of the service (docs/limits.md), the failed
     /// authentications per address included.
@@ -590,6 +601,10 @@ fn resolve_limits(args: &LimitsArgs, file: &FileSettings) -> anyhow::Result<Limi
     Ok(Limits {
         http,
         executions,
+        allow_malicious_scripts: args
+            .allow_malicious_scripts
+            .or(file.allow_malicious_scripts)
+            .unwrap_or(false),
         trusted_proxies,
         budgets,
     })

@@ -14,6 +14,9 @@ pub enum ErrorCode {
     RevisionPinRequired,
     RateLimited,
     SandboxUnavailable,
+    /// The safety scanner called the revision malicious and the action needs it not to be
+    /// (running its scripts; approving it without an override).
+    SafetyBlocked,
     ServiceUnavailable,
 }
 
@@ -30,6 +33,7 @@ impl ErrorCode {
             Self::RevisionPinRequired => "REVISION_PIN_REQUIRED",
             Self::RateLimited => "RATE_LIMITED",
             Self::SandboxUnavailable => "SANDBOX_UNAVAILABLE",
+            Self::SafetyBlocked => "SAFETY_BLOCKED",
             Self::ServiceUnavailable => "SERVICE_UNAVAILABLE",
         }
     }
@@ -39,7 +43,7 @@ impl ErrorCode {
             Self::ValidationError | Self::RevisionPinRequired => 422,
             Self::PayloadTooLarge => 413,
             Self::AuthRequired => 401,
-            Self::PermissionDenied => 403,
+            Self::PermissionDenied | Self::SafetyBlocked => 403,
             Self::NotFound => 404,
             Self::Conflict | Self::AmbiguousSlug => 409,
             Self::RateLimited => 429,

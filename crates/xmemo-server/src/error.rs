@@ -33,6 +33,10 @@ pub enum ServiceError {
     RevisionPinRequired(String),
     #[error("{0}")]
     SandboxUnavailable(String),
+    /// The safety scanner called the revision malicious (service/safety.rs); details carry
+    /// the verdict's summary.
+    #[error("{0}")]
+    SafetyBlocked(String, Value),
     #[error("{0}")]
     Unavailable(String),
     /// Too many attempts from this client (or account): RATE_LIMITED, retryable after
@@ -76,6 +80,7 @@ impl ServiceError {
             Self::AmbiguousSlug { .. } => ErrorCode::AmbiguousSlug,
             Self::RevisionPinRequired(_) => ErrorCode::RevisionPinRequired,
             Self::SandboxUnavailable(_) => ErrorCode::SandboxUnavailable,
+            Self::SafetyBlocked(..) => ErrorCode::SafetyBlocked,
             Self::RateLimited { .. } => ErrorCode::RateLimited,
             Self::Unavailable(_)
             | Self::AtCapacity { .. }
@@ -122,7 +127,7 @@ impl ServiceError {
     pub fn details(&self) -> Option<Value> {
         match self {
             Self::Validation(_, d) | Self::TooLarge(_, d) => d.clone(),
-            Self::ConflictWith(_, d) => Some(d.clone()),
+            Self::ConflictWith(_, d) | Self::SafetyBlocked(_, d) => Some(d.clone()),
             Self::AmbiguousSlug { slug, candidates } => Some(serde_json::json!({
                 "slug": slug,
                 "candidates": candidates,

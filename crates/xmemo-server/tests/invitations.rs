@@ -39,7 +39,9 @@ async fn attacker_team(s: &TestServer, attacker: &str) {
         s.post(
             &format!("/api/v1/skills/{slug}/revisions/{rev}/approve?workspace=evil"),
             attacker,
-            json!({}),
+            // The scanner calls these skills malicious (they are); the attacker owns the team
+            // and overrides it (audited): what an invitation exposes must still be nothing.
+            json!({"override_safety": true, "note": "mine"}),
         )
         .await
         .expect_ok();
@@ -88,8 +90,12 @@ fn rpc_result(r: &Reply) -> &Value {
 async fn assert_victim_sees(s: &TestServer, victim: &str, team: bool) {
     let sees = |text: &str| text.contains(MARKER) || text.contains("skill://evil/");
 
-    // REST: Level 0, the skill list, the workspace list.
-    let l0 = s.get("/api/v1/skills?query=deploy", victim).await;
+    // REST: Level 0, the skill list, the workspace list. (The safety scanner calls the team's
+    // skills malicious, so Level 0 lists them only when asked: asked here, since this checks
+    // what membership exposes.)
+    let l0 = s
+        .get("/api/v1/skills?query=deploy&include_malicious=true", victim)
+        .await;
     let l0_text = l0.expect_ok().to_string();
     assert_eq!(sees(&l0_text), team, "Level 0: {l0_text}");
     let workspaces: Vec<String> =
@@ -145,7 +151,7 @@ async fn assert_victim_sees(s: &TestServer, victim: &str, team: bool) {
         .mcp(
             Some(victim),
             "tools/call",
-            json!({"name": "recall_cloud_skill", "arguments": {"query": "deploy"}}),
+            json!({"name": "recall_cloud_skill", "arguments": {"query": "deploy", "include_malicious": true}}),
         )
         .await;
     assert_eq!(sees(&rpc_result(&l0).to_string()), team, "MCP Level 0");

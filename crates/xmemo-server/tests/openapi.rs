@@ -229,12 +229,13 @@ fn document_is_openapi_3_1_and_every_ref_resolves() {
         "REVISION_PIN_REQUIRED",
         "RATE_LIMITED",
         "SANDBOX_UNAVAILABLE",
+        "SAFETY_BLOCKED",
         "SERVICE_UNAVAILABLE",
     ]
     .into();
     assert_eq!(
         codes, spec_codes,
-        "ErrorCode lists exactly the SPEC §10 codes"
+        "ErrorCode lists exactly the SPEC §10 codes and SAFETY_BLOCKED (docs/contract.md)"
     );
 }
 

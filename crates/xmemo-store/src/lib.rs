@@ -323,6 +323,15 @@ pub trait Store: Send + Sync + 'static {
     /// and append the audit entry.
     async fn save_revision(&self, save: SaveRevision) -> StoreResult<SaveOutcome>;
     async fn get_revision(&self, revision_id: &str) -> StoreResult<Option<Revision>>;
+    /// Replaces one revision's safety report (a rescan); false when the revision is unknown.
+    async fn set_revision_safety(
+        &self,
+        revision_id: &str,
+        report: &serde_json::Value,
+    ) -> StoreResult<bool>;
+    /// Every revision's id, in id order, a page at a time (after `after`, `limit` at most).
+    async fn revision_ids_after(&self, after: Option<&str>, limit: u32)
+    -> StoreResult<Vec<String>>;
     async fn latest_revision(&self, skill_id: &str) -> StoreResult<Option<Revision>>;
     async fn published_revision(&self, skill_id: &str) -> StoreResult<Option<Revision>>;
     async fn list_revisions(&self, skill_id: &str) -> StoreResult<Vec<Revision>>;

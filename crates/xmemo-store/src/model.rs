@@ -235,6 +235,10 @@ pub struct Revision {
     /// `upload`, resolved ref/commit, archive SHA-256…); `None` for ordinary saves.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<Value>,
+    /// The safety scanner's report (`xmemo_safety::Report` as JSON) written with the revision
+    /// or by a rescan; `None` for a revision written before the scanner and not rescanned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub safety: Option<Value>,
 }
 
 /// A component with its bytes, ready to store.
@@ -260,6 +264,8 @@ pub struct SaveRevision {
     /// Provenance of imported content, stored with the new revision (a save that creates
     /// nothing keeps the existing revision's source).
     pub source: Option<Value>,
+    /// The safety scanner's report of this content, stored with the new revision.
+    pub safety: Option<Value>,
     /// The quota of the account in `attribution`, charged in the save's transaction.
     pub quota: Option<Quota>,
 }
@@ -376,6 +382,9 @@ pub struct SearchQuery {
     pub limit: u32,
     /// The query's meaning, when the semantic lane is on.
     pub semantic: Option<Semantic>,
+    /// Also list skills whose published revision the safety scanner called malicious
+    /// (hidden by default).
+    pub include_malicious: bool,
 }
 
 /// The semantic half of a query: its vector in an embedding model's space, and how the two
@@ -544,6 +553,9 @@ pub struct Descriptor {
     /// the `min_score`.
     #[serde(default)]
     pub every_word: bool,
+    /// The published revision's safety verdict (`None`: not scanned yet).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub safety_verdict: Option<String>,
 }
 
 /// An audit entry before the store numbers and chains it.

@@ -252,6 +252,7 @@ conformance!(
     audit_log_is_append_only,
     table_counts_use_common_names,
     revision_source_round_trips,
+    revision_safety_is_stored_hidden_from_search_and_replaced_by_a_rescan,
     memories_remember_and_identical_content,
     memories_update_keeps_history_and_is_compare_and_set,
     memories_forget_and_restore,
@@ -386,6 +387,7 @@ struct Draft {
     status: RevisionStatus,
     expected: Option<String>,
     source: Option<Value>,
+    safety: Option<Value>,
 }
 
 fn draft(body: &str) -> Draft {
@@ -398,6 +400,7 @@ fn draft(body: &str) -> Draft {
         status: RevisionStatus::Draft,
         expected: None,
         source: None,
+        safety: None,
     }
 }
 
@@ -423,6 +426,10 @@ impl Draft {
     }
     fn source(mut self, source: Value) -> Self {
         self.source = Some(source);
+        self
+    }
+    fn safety(mut self, report: Value) -> Self {
+        self.safety = Some(report);
         self
     }
     fn expect(mut self, revision_id: Option<&str>) -> Self {
@@ -452,6 +459,7 @@ impl Draft {
             components: self.components.clone(),
             attribution: who.clone(),
             source: self.source.clone(),
+            safety: self.safety.clone(),
             quota: None,
         }
     }
@@ -491,6 +499,7 @@ async fn search(store: &DynStore, text: &str, workspaces: &[&str]) -> Vec<Descri
             workspace_ids: workspaces.iter().map(|s| s.to_string()).collect(),
             limit: 10,
             semantic: None,
+            include_malicious: false,
         })
         .await
         .unwrap_or_else(|e| panic!("search {text:?} failed: {e}"))
@@ -2622,6 +2631,7 @@ mod cases {
                 workspace_ids: vec![a.clone(), b.clone()],
                 limit: 2,
                 semantic: None,
+                include_malicious: false,
             })
             .await
             .unwrap();
@@ -2696,6 +2706,7 @@ mod cases {
                     workspace_ids: vec![a.clone()],
                     limit: 10,
                     semantic: None,
+                    include_malicious: false,
                 })
                 .await;
             assert!(result.is_ok(), "query {q:?} failed: {result:?}");
@@ -2896,6 +2907,146 @@ mod cases {
         let all = store.list_audit(&AuditFilter::default()).await.unwrap();
         assert_eq!(all.len(), 1);
         assert_eq!(all[0].action, "account.create");
+    }
+
+    pub async fn revision_safety_is_stored_hidden_from_search_and_replaced_by_a_rescan(
+        db: &TestDb,
+    ) {
+        let store = db.store();
+        let alice = account(&store, "alice").await;
+        let ws = alice.personal_workspace_id.clone();
+        let report = |verdict: &str| {
+            serde_json::json!({
+                "verdict": verdict,
+                "risk": if verdict == "malicious" { "critical" } else { "none" },
+                "rules_version": "test.1",
+                "findings": [],
+            })
+        };
+        let harmless = save(
+            &store,
+            &alice,
+            "lighthouse-harmless",
+            draft("Keep the lighthouse lamp clean")
+                .named("Lighthouse keeping", "Lighthouse lamp care")
+                .status(RevisionStatus::Published)
+                .safety(report("clean")),
+        )
+        .await;
+        let hostile = save(
+            &store,
+            &alice,
+            "lighthouse-hostile",
+            draft("Keep the lighthouse lamp burning")
+                .named("Lighthouse lamp", "Lighthouse lamp burning")
+                .status(RevisionStatus::Published)
+                .safety(report("malicious")),
+        )
+        .await;
+        let unscanned = save(
+            &store,
+            &alice,
+            "lighthouse-unscanned",
+            draft("Lighthouse logbook")
+                .named("Lighthouse logbook", "Lighthouse log")
+                .status(RevisionStatus::Published),
+        )
+        .await;
+        let read = store
+            .get_revision(&hostile.revision.revision_id)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(read.safety, Some(report("malicious")));
+        assert_eq!(unscanned.revision.safety, None);
+
+        let slugs = |found: Vec<Descriptor>| {
+            let mut v: Vec<(String, Option<String>)> = found
+                .into_iter()
+                .map(|d| (d.slug, d.safety_verdict))
+                .collect();
+            v.sort();
+            v
+        };
+        let query = |include_malicious: bool| SearchQuery {
+            text: "lighthouse".into(),
+            workspace_ids: vec![ws.clone()],
+            limit: 10,
+            semantic: None,
+            include_malicious,
+        };
+        // Hidden by default; listed with its verdict when asked for. Unscanned is not hidden.
+        assert_eq!(
+            slugs(store.search(&query(false)).await.unwrap()),
+            vec![
+                ("lighthouse-harmless".to_string(), Some("clean".to_string())),
+                ("lighthouse-unscanned".to_string(), None),
+            ]
+        );
+        assert_eq!(
+            slugs(store.search(&query(true)).await.unwrap()),
+            vec![
+                ("lighthouse-harmless".to_string(), Some("clean".to_string())),
+                (
+                    "lighthouse-hostile".to_string(),
+                    Some("malicious".to_string())
+                ),
+                ("lighthouse-unscanned".to_string(), None),
+            ]
+        );
+
+        // A rescan replaces a report; the search follows at once.
+        assert!(
+            store
+                .set_revision_safety(&harmless.revision.revision_id, &report("malicious"))
+                .await
+                .unwrap()
+        );
+        assert!(
+            store
+                .set_revision_safety(&hostile.revision.revision_id, &report("clean"))
+                .await
+                .unwrap()
+        );
+        assert!(
+            !store
+                .set_revision_safety("rev_missing", &report("clean"))
+                .await
+                .unwrap()
+        );
+        assert_eq!(
+            slugs(store.search(&query(false)).await.unwrap()),
+            vec![
+                ("lighthouse-hostile".to_string(), Some("clean".to_string())),
+                ("lighthouse-unscanned".to_string(), None),
+            ]
+        );
+        let reread = store
+            .get_revision(&harmless.revision.revision_id)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(reread.safety, Some(report("malicious")));
+
+        // Every revision, a page at a time, in id order.
+        let mut all = Vec::new();
+        let mut after: Option<String> = None;
+        loop {
+            let page = store.revision_ids_after(after.as_deref(), 2).await.unwrap();
+            assert!(page.len() <= 2);
+            let Some(last) = page.last().cloned() else {
+                break;
+            };
+            all.extend(page);
+            after = Some(last);
+        }
+        let mut expected = vec![
+            harmless.revision.revision_id.clone(),
+            hostile.revision.revision_id.clone(),
+            unscanned.revision.revision_id.clone(),
+        ];
+        expected.sort();
+        assert_eq!(all, expected);
     }
 
     pub async fn revision_source_round_trips(db: &TestDb) {

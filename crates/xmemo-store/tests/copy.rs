@@ -60,6 +60,7 @@ async fn save(
             components,
             attribution: actor(who),
             source: Some(json!({"kind": "upload"})),
+            safety: None,
             quota: None,
         })
         .await
@@ -380,6 +381,7 @@ async fn sqlite_to_postgres_to_sqlite_keeps_everything() {
                 .collect(),
             limit: 10,
             semantic: None,
+            include_malicious: false,
         })
         .await
         .unwrap();

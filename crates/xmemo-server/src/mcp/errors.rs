@@ -20,9 +20,9 @@ pub fn protocol_error(e: ServiceError) -> ErrorData {
         | ServiceError::RevisionPinRequired(_) => {
             ErrorData::invalid_params(e.public_message(), data)
         }
-        ServiceError::PermissionDenied(_) | ServiceError::AuthRequired(_) => {
-            ErrorData::invalid_request(e.public_message(), data)
-        }
+        ServiceError::PermissionDenied(_)
+        | ServiceError::AuthRequired(_)
+        | ServiceError::SafetyBlocked(..) => ErrorData::invalid_request(e.public_message(), data),
         ServiceError::Conflict(_)
         | ServiceError::ConflictWith(..)
         | ServiceError::Contention(_)

@@ -449,6 +449,7 @@ mod tests {
                 Value::Object(m) => m,
                 _ => Map::new(),
             },
+            safety: None,
             resources: vec![ComponentManifest {
                 logical_path: "scripts/check me.py".into(),
                 component_type: ComponentType::Script,

@@ -47,6 +47,8 @@ struct ListQuery {
     cursor: Option<String>,
     workspace: Option<String>,
     min_score: Option<f64>,
+    /// Also list skills the safety scanner called malicious (hidden by default).
+    include_malicious: Option<bool>,
 }
 
 #[derive(Deserialize, Default)]
@@ -95,6 +97,7 @@ async fn list_or_search(
             limit: q.limit,
             workspace: q.workspace,
             min_score: q.min_score,
+            include_malicious: q.include_malicious,
             ..Default::default()
         };
         return Ok(tool(state.service.recall(&p, req).await?));
@@ -283,14 +286,7 @@ async fn lifecycle(
     };
     let revision = state
         .service
-        .change_status(
-            &p,
-            &slug,
-            q.workspace.as_deref(),
-            &revision_id,
-            action,
-            req.note,
-        )
+        .change_status(&p, &slug, q.workspace.as_deref(), &revision_id, action, req)
         .await?;
     Ok(Json(json!({ "slug": slug, "revision": revision })))
 }

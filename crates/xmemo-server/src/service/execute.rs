@@ -184,6 +184,17 @@ impl Service {
                 Some(json!({"field": "script_path", "type": manifest.component_type})),
             ));
         }
+        if !self.allow_malicious_scripts {
+            let report = self.revision_safety(&revision).await?;
+            if report.verdict == xmemo_safety::Verdict::Malicious {
+                return Err(super::safety::blocked(
+                    "Running a script of",
+                    &revision.revision_id,
+                    &report,
+                    "An operator can allow it with `allow_malicious_scripts` (docs/safety.md).",
+                ));
+            }
+        }
         let target = Target {
             principal,
             skill: &skill,

@@ -641,6 +641,8 @@ impl Service {
                     status: other.status,
                     canonical_hash: hash,
                     created: false,
+                    // The same content as that revision, so the same report.
+                    safety: super::safety::scan_revision_content(&package.content),
                 },
                 outcome: ImportOutcome::Duplicate,
                 same_content_as: Some(other.slug.clone()),

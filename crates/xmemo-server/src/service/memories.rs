@@ -177,6 +177,37 @@ pub struct MemoryView {
     pub saved_by: SavedBy,
     pub created_at: String,
     pub updated_at: String,
+    /// Present when the safety scanner finds instructions aimed at agents or hidden text in
+    /// the memory: it is kept, and flagged so a host treats it as data (docs/safety.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub safety: Option<MemorySafety>,
+}
+
+/// The safety flag of a memory that carries prompt injection or hidden text.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemorySafety {
+    pub verdict: xmemo_safety::Verdict,
+    pub risk: xmemo_safety::Risk,
+    pub rules_version: String,
+    /// Always true when present: the content is data to show, not instructions to follow.
+    pub untrusted: bool,
+    pub findings: Vec<xmemo_safety::Finding>,
+}
+
+/// The flag of a memory (its title and content scanned together), when there is one.
+fn memory_safety(title: Option<&str>, content: &str) -> Option<MemorySafety> {
+    let text = match title {
+        Some(title) => format!("{title}\n{content}"),
+        None => content.to_string(),
+    };
+    let report = xmemo_safety::scan_memory(&text);
+    (report.verdict != xmemo_safety::Verdict::Clean).then_some(MemorySafety {
+        verdict: report.verdict,
+        risk: report.risk,
+        rules_version: report.rules_version,
+        untrusted: true,
+        findings: report.findings,
+    })
 }
 
 /// A recall hit: the content cut to an excerpt unless `full` was asked for.
@@ -201,6 +232,9 @@ pub struct MemoryHitView {
     /// recall without `query`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub matched: Vec<String>,
+    /// As [`MemoryView::safety`]: the whole content is scanned, not only the excerpt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub safety: Option<MemorySafety>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -332,6 +366,7 @@ fn saved_by(a: &xmemo_store::Attribution, account: Option<String>) -> SavedBy {
 
 fn view(m: Memory, access: &Access) -> MemoryView {
     MemoryView {
+        safety: memory_safety(m.title.as_deref(), &m.content),
         workspace: access.handle(&m.workspace_id),
         saved_by: saved_by(&m.attribution, m.account_handle.clone()),
         memory_id: m.memory_id,
@@ -357,12 +392,14 @@ fn hit_view(hit: xmemo_store::MemoryHit, full: bool, access: &Access) -> MemoryH
         matched,
         every_word: _,
     } = hit;
+    let safety = memory_safety(m.title.as_deref(), &m.content);
     let (content, truncated) = if full {
         (m.content, false)
     } else {
         excerpt(&m.content)
     };
     MemoryHitView {
+        safety,
         workspace: access.handle(&m.workspace_id),
         saved_by: saved_by(&m.attribution, m.account_handle.clone()),
         memory_id: m.memory_id,

@@ -15,6 +15,7 @@ pub mod oauth;
 mod packages;
 pub mod page;
 mod recall;
+pub mod safety;
 pub mod schema;
 pub mod semantic;
 mod served;
@@ -78,6 +79,8 @@ pub struct Service {
     clock: Arc<dyn clock::Clock>,
     /// The semantic recall lane, when an embedding model is configured.
     semantic: Option<Arc<semantic::SemanticLane>>,
+    /// Run scripts of revisions the safety scanner called malicious (off: SAFETY_BLOCKED).
+    allow_malicious_scripts: bool,
 }
 
 impl Service {
@@ -106,7 +109,15 @@ impl Service {
             team_creations: limiter(budgets::DEFAULT_TEAM_CREATION_BUDGET),
             clock: Arc::new(clock::SystemClock),
             semantic: None,
+            allow_malicious_scripts: false,
         }
+    }
+
+    /// This service running scripts of revisions the safety scanner called malicious
+    /// (`allow_malicious_scripts`; off by default, docs/safety.md).
+    pub fn with_malicious_scripts_allowed(mut self, allowed: bool) -> Self {
+        self.allow_malicious_scripts = allowed;
+        self
     }
 
     /// This service deciding expiries by `clock` (tests move a [`clock::ManualClock`]).

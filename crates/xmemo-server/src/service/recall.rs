@@ -41,8 +41,15 @@ impl Service {
                     }
                 };
                 Ok(ToolResult::Descriptors(
-                    self.search_min(principal, query, limit, ws, req.min_score)
-                        .await?,
+                    self.search_filtered(
+                        principal,
+                        query,
+                        limit,
+                        ws,
+                        req.min_score,
+                        req.include_malicious.unwrap_or(false),
+                    )
+                    .await?,
                 ))
             }
             (None, Some(slug), None) => Ok(ToolResult::Root(Box::new(
@@ -79,19 +86,21 @@ impl Service {
         limit: u32,
         workspace: Option<&str>,
     ) -> ServiceResult<Descriptors> {
-        self.search_min(principal, query, limit, workspace, None)
+        self.search_filtered(principal, query, limit, workspace, None, false)
             .await
     }
 
     /// Level 0, leaving out what scores less than `min_score` (0 to 1, the same with the
-    /// semantic lane on or off) unless it matches the query's words exactly.
-    pub async fn search_min(
+    /// semantic lane on or off) unless it matches the query's words exactly, and skills the
+    /// safety scanner called malicious unless `include_malicious`.
+    pub async fn search_filtered(
         &self,
         principal: &Principal,
         query: &str,
         limit: u32,
         workspace: Option<&str>,
         min_score: Option<f64>,
+        include_malicious: bool,
     ) -> ServiceResult<Descriptors> {
         principal.require(Scope::Read)?;
         let chars = query.chars().count();
@@ -115,6 +124,7 @@ impl Service {
                 workspace_ids,
                 limit: limit.clamp(1, SEARCH_LIMIT_MAX),
                 semantic,
+                include_malicious,
             })
             .await?;
         Ok(Descriptors {
@@ -129,6 +139,7 @@ impl Service {
                     name: d.name,
                     description: d.description,
                     score: d.score,
+                    safety: d.safety_verdict.filter(|v| v != "clean"),
                 })
                 .collect(),
         })
@@ -165,7 +176,14 @@ impl Service {
                 }
             }
         };
-        Ok(super::served::root_of(&skill, ws.handle, revision))
+        // A revision stored before the scanner has no report yet: scan it now.
+        let unscanned = revision.safety.is_none().then(|| revision.clone());
+        let mut root = super::served::root_of(&skill, ws.handle, revision);
+        if let Some(revision) = unscanned {
+            let report = self.revision_safety(&revision).await?;
+            root.safety = Some(super::safety::SafetySummary::of(&report));
+        }
+        Ok(root)
     }
 
     /// Level 2: one component of one pinned revision.

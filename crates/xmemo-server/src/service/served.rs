@@ -43,6 +43,10 @@ pub(crate) fn root_of(skill: &Skill, workspace: String, revision: Revision) -> R
         instruction_body: revision.instruction_body,
         metadata: revision.metadata,
         resources: revision.components,
+        safety: revision
+            .safety
+            .and_then(|v| serde_json::from_value::<xmemo_safety::Report>(v).ok())
+            .map(|report| super::safety::SafetySummary::of(&report)),
     }
 }
 

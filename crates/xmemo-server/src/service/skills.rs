@@ -126,6 +126,7 @@ impl Service {
     ) -> ServiceResult<Saved> {
         validate_content(&content)?;
         self.spend_write(principal).await?;
+        let safety = super::safety::scan_revision_content(&content);
 
         let new_components: Vec<NewComponent> = content
             .components
@@ -166,9 +167,16 @@ impl Service {
                 components: new_components,
                 attribution: principal.attribution(),
                 source,
+                safety: Some(super::safety::report_value(&safety)?),
                 quota: self.quota(),
             })
             .await?;
+        // A save that changes nothing answers with the existing revision, and its report.
+        let safety = if outcome.created {
+            safety
+        } else {
+            self.revision_safety(&outcome.revision).await?
+        };
         Ok(Saved {
             skill_id: outcome.skill.skill_id,
             slug: outcome.skill.slug,
@@ -178,6 +186,7 @@ impl Service {
             status: outcome.revision.status,
             canonical_hash: outcome.revision.canonical_hash,
             created: outcome.created,
+            safety,
         })
     }
 
@@ -189,8 +198,12 @@ impl Service {
         workspace: Option<&str>,
         revision_id: &str,
         action: LifecycleAction,
-        note: Option<String>,
+        review: LifecycleRequest,
     ) -> ServiceResult<RevisionSummary> {
+        let LifecycleRequest {
+            note,
+            override_safety,
+        } = review;
         principal.require(Scope::Write)?;
         self.spend_write(principal).await?;
         let access = self.access(principal).await?;
@@ -203,6 +216,31 @@ impl Service {
                 "a rejection needs a review note",
                 "note",
             ));
+        }
+        // Making a malicious revision the one every member's agent follows takes a
+        // deliberate, explained and audited override.
+        let mut safety_override = serde_json::Value::Null;
+        if to == RevisionStatus::Published {
+            let report = self.revision_safety(&revision).await?;
+            if report.verdict == xmemo_safety::Verdict::Malicious {
+                if !override_safety {
+                    return Err(super::safety::blocked(
+                        "Approving",
+                        revision_id,
+                        &report,
+                        "Reject it, or approve it with override_safety and a note saying why (audited).",
+                    ));
+                }
+                if note.is_none() {
+                    return Err(ServiceError::validation(
+                        "approving a revision the safety scanner called malicious needs a note saying why",
+                        "note",
+                    ));
+                }
+                safety_override =
+                    serde_json::to_value(super::safety::SafetySummary::of(&report))
+                        .map_err(|e| ServiceError::Internal(format!("safety summary: {e}")))?;
+            }
         }
         let verb = match action {
             LifecycleAction::Publish if to == RevisionStatus::Proposed => "propose",
@@ -221,6 +259,7 @@ impl Service {
                 "to": to,
                 "note": note,
                 "revision_number": revision.revision_number,
+                "safety_override": safety_override,
             }));
         let updated = self
             .store

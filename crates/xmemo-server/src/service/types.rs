@@ -91,6 +91,8 @@ pub struct Saved {
     pub status: RevisionStatus,
     pub canonical_hash: String,
     pub created: bool,
+    /// The safety scanner's report of the revision (docs/safety.md).
+    pub safety: xmemo_safety::Report,
 }
 
 /// `recall_cloud_skill` arguments (SPEC §3); the level follows from which are present.
@@ -126,6 +128,9 @@ pub struct RecallRequest {
     /// word of the query; so a search may find nothing.
     #[schemars(range(min = xmemo_core::limits::SCORE_MIN, max = xmemo_core::limits::SCORE_MAX))]
     pub min_score: Option<f64>,
+    /// Level 0: also list skills the safety scanner called malicious (left out by default;
+    /// their descriptors then say `safety: "malicious"`).
+    pub include_malicious: Option<bool>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -140,6 +145,10 @@ pub struct SkillDescriptor {
     /// semantic lane).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub matched: Vec<String>,
+    /// The safety scanner's verdict when it is not `clean` (`suspicious`, or `malicious` when
+    /// asked for with `include_malicious`): read the Level 1 `safety` before following it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub safety: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -161,6 +170,10 @@ pub struct Root {
     pub instruction_body: String,
     pub metadata: Map<String, Value>,
     pub resources: Vec<ComponentManifest>,
+    /// What the safety scanner found in this revision: verdict, risk, rules version, how many
+    /// findings and which rules (docs/safety.md). Read it before following the instructions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub safety: Option<super::safety::SafetySummary>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -260,6 +273,10 @@ pub struct PendingReview {
 #[serde(deny_unknown_fields)]
 pub struct LifecycleRequest {
     pub note: Option<String>,
+    /// Approve or publish a revision the safety scanner called malicious anyway; needs a
+    /// `note` saying why, and is audited (docs/safety.md).
+    #[serde(default)]
+    pub override_safety: bool,
 }
 
 #[derive(Debug, Clone, Deserialize)]

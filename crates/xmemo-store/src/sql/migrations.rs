@@ -138,6 +138,15 @@ macro_rules! embed_migrations {
                     "/0016_memories_in_scope_order.sql"
                 )),
             },
+            $crate::migrate::Migration {
+                version: 17,
+                name: "revision_safety",
+                sql: include_str!(concat!(
+                    "../../migrations/",
+                    $dialect,
+                    "/0017_revision_safety.sql"
+                )),
+            },
         ]
     };
 }

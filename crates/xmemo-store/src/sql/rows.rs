@@ -43,7 +43,7 @@ pub const API_KEY_SELECT: &str = "SELECT key_id, account_id, name, prefix, key_h
 pub const SKILL_SELECT: &str = "SELECT s.skill_id, s.workspace_id, s.slug, s.name, s.description, s.asset_status, s.latest_revision_number, s.created_at, s.updated_at,
     (SELECT r.revision_id FROM revisions r WHERE r.skill_id = s.skill_id AND r.status = 'published') AS published_revision_id
     FROM skills s";
-pub const REVISION_SELECT: &str = "SELECT revision_id, skill_id, revision_number, name, description, instruction_body, metadata, canonical_hash, status, review_note, account_id, credential_id, client_profile, agent_id, agent_instance_id, created_at, status_changed_at, source FROM revisions";
+pub const REVISION_SELECT: &str = "SELECT revision_id, skill_id, revision_number, name, description, instruction_body, metadata, canonical_hash, status, review_note, account_id, credential_id, client_profile, agent_id, agent_instance_id, created_at, status_changed_at, source, safety FROM revisions";
 pub const COMPONENT_COLUMNS: &str =
     "c.revision_id, c.logical_path, c.component_type, c.content_hash, c.size, c.media_type";
 pub const AUDIT_SELECT: &str = "SELECT seq, at, action, account_id, credential_id, client_profile, agent_id, agent_instance_id, workspace_id, skill_id, revision_id, details, prev_hash, entry_hash FROM audit_log";
@@ -179,6 +179,10 @@ pub fn revision(r: &impl Record, components: Vec<ComponentManifest>) -> StoreRes
         source: r
             .opt_text("source")?
             .map(|t| json_text(&t, "revision source"))
+            .transpose()?,
+        safety: r
+            .opt_text("safety")?
+            .map(|t| json_text(&t, "revision safety report"))
             .transpose()?,
     })
 }

@@ -636,6 +636,7 @@ pub async fn save_in<D: Dialect>(
         created_at: at.clone(),
         status_changed_at: at.clone(),
         source: save.source.clone(),
+        safety: save.safety.clone(),
     };
     insert_revision(s, &revision).await?;
     // Blobs in content-hash order, so two saves sharing blobs never wait on each other in
@@ -688,7 +689,7 @@ fn sorted_manifests(components: &[NewComponent]) -> Vec<ComponentManifest> {
 pub async fn insert_revision<D: Dialect>(s: &mut Session<D>, r: &Revision) -> StoreResult<()> {
     let a = &r.attribution;
     s.execute(
-        Stmt::new("INSERT INTO revisions (revision_id, skill_id, revision_number, name, description, instruction_body, metadata, canonical_hash, status, review_note, account_id, credential_id, client_profile, agent_id, agent_instance_id, created_at, status_changed_at, source) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18)")
+        Stmt::new("INSERT INTO revisions (revision_id, skill_id, revision_number, name, description, instruction_body, metadata, canonical_hash, status, review_note, account_id, credential_id, client_profile, agent_id, agent_instance_id, created_at, status_changed_at, source, safety, safety_verdict) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20)")
             .bind(&r.revision_id)
             .bind(&r.skill_id)
             .bind(r.revision_number)
@@ -706,10 +707,56 @@ pub async fn insert_revision<D: Dialect>(s: &mut Session<D>, r: &Revision) -> St
             .bind(&a.agent_instance_id)
             .bind(&r.created_at)
             .bind(&r.status_changed_at)
-            .bind(r.source.as_ref().map(|v| v.to_string()).as_deref()),
+            .bind(r.source.as_ref().map(|v| v.to_string()).as_deref())
+            .bind(r.safety.as_ref().map(|v| v.to_string()).as_deref())
+            .bind(safety_verdict(r.safety.as_ref())),
     )
     .await?;
     Ok(())
+}
+
+/// The verdict a safety report states (`None` when there is no report or it has none).
+pub(crate) fn safety_verdict(report: Option<&serde_json::Value>) -> Option<&str> {
+    report?.get("verdict")?.as_str()
+}
+
+/// Stores a rescan's report (and its verdict) on one revision; false when it does not exist.
+pub async fn set_revision_safety<D: Dialect>(
+    store: &SqlStore<D>,
+    revision_id: &str,
+    report: &serde_json::Value,
+) -> StoreResult<bool> {
+    let mut s = store.write().await?;
+    let changed = s
+        .execute(
+            Stmt::new(
+                "UPDATE revisions SET safety = $1, safety_verdict = $2 WHERE revision_id = $3",
+            )
+            .bind(report.to_string().as_str())
+            .bind(safety_verdict(Some(report)))
+            .bind(revision_id),
+        )
+        .await?;
+    s.commit().await?;
+    Ok(changed > 0)
+}
+
+/// Revision ids in id order after `after`, `limit` at most: the pages a rescan walks.
+pub async fn revision_ids_after<D: Dialect>(
+    store: &SqlStore<D>,
+    after: Option<&str>,
+    limit: u32,
+) -> StoreResult<Vec<String>> {
+    let mut s = store.read().await?;
+    s.all(
+        Stmt::new("SELECT revision_id FROM revisions WHERE revision_id > $1 ORDER BY revision_id LIMIT $2")
+            .bind(after.unwrap_or(""))
+            .bind(i64::from(limit)),
+    )
+    .await?
+    .iter()
+    .map(|r| r.text("revision_id"))
+    .collect()
 }
 
 /// Rows per multi-row INSERT: one statement for a revision's components (at most
@@ -926,12 +973,17 @@ pub async fn search<D: Dialect>(
              JOIN skills s ON s.skill_id = r.skill_id AND s.asset_status = 'active'
              WHERE r.status = 'published' AND lower(r.name) = $2 AND s.workspace_id IN ({ws})
              LIMIT 8) AS named)
-         SELECT s.skill_id, s.workspace_id, s.slug, r.name, r.description,
+         SELECT s.skill_id, s.workspace_id, s.slug, r.name, r.description, r.safety_verdict,
                 (s.slug = $1 OR lower(r.name) = $2) AS exact
          FROM keys k CROSS JOIN skills s CROSS JOIN revisions r{card}
          WHERE s.skill_id = k.skill_id AND r.skill_id = s.skill_id AND r.status = 'published'
-           AND s.asset_status = 'active' AND s.workspace_id IN ({ws})",
-        card = D::PUBLISHED_CARD
+           AND s.asset_status = 'active' AND s.workspace_id IN ({ws}){safety}",
+        card = D::PUBLISHED_CARD,
+        safety = if query.include_malicious {
+            ""
+        } else {
+            " AND (r.safety_verdict IS NULL OR r.safety_verdict <> 'malicious')"
+        }
     );
     let stmt = Stmt::new(sql)
         .bind(exact.slug)
@@ -964,6 +1016,7 @@ pub async fn search<D: Dialect>(
                         meaning: lanes.meaning,
                     },
                     every_word: every_word || exact,
+                    safety_verdict: r.opt_text("safety_verdict")?,
                     skill_id,
                 },
             ))

@@ -383,6 +383,20 @@ impl<D: Dialect> Store for SqlStore<D> {
     async fn get_revision(&self, revision_id: &str) -> StoreResult<Option<Revision>> {
         skills::get_revision(self, revision_id).await
     }
+    async fn set_revision_safety(
+        &self,
+        revision_id: &str,
+        report: &serde_json::Value,
+    ) -> StoreResult<bool> {
+        skills::set_revision_safety(self, revision_id, report).await
+    }
+    async fn revision_ids_after(
+        &self,
+        after: Option<&str>,
+        limit: u32,
+    ) -> StoreResult<Vec<String>> {
+        skills::revision_ids_after(self, after, limit).await
+    }
     async fn latest_revision(&self, skill_id: &str) -> StoreResult<Option<Revision>> {
         skills::latest_revision(self, skill_id).await
     }

@@ -234,6 +234,52 @@ pub struct RevisionRow {
     pub can_deprecate: bool,
 }
 
+/// One finding of the safety scanner, as the skill page lists it.
+pub struct FindingRow {
+    pub rule_id: String,
+    pub severity: &'static str,
+    pub place: String,
+    pub excerpt: String,
+    pub remediation: String,
+}
+
+/// The safety scanner's report of the revision shown (docs/safety.md).
+pub struct SafetyView {
+    pub verdict: &'static str,
+    pub risk: String,
+    pub rules_version: String,
+    pub findings: Vec<FindingRow>,
+    /// The shown revision is a malicious proposal this person may approve: the page says so
+    /// above everything else and offers the audited override.
+    pub override_form: bool,
+}
+
+impl SafetyView {
+    fn of(report: &xmemo_safety::Report, override_form: bool) -> Self {
+        let risk = serde_json::to_value(report.risk)
+            .ok()
+            .and_then(|v| v.as_str().map(String::from))
+            .unwrap_or_default();
+        SafetyView {
+            verdict: report.verdict.as_str(),
+            risk,
+            rules_version: report.rules_version.clone(),
+            findings: report
+                .findings
+                .iter()
+                .map(|f| FindingRow {
+                    rule_id: f.rule_id.clone(),
+                    severity: f.severity.as_str(),
+                    place: format!("{}:{}", f.file, f.line),
+                    excerpt: f.excerpt.clone(),
+                    remediation: f.remediation.clone(),
+                })
+                .collect(),
+            override_form: override_form && report.verdict == xmemo_safety::Verdict::Malicious,
+        }
+    }
+}
+
 #[derive(Template)]
 #[template(path = "console/skill.html")]
 struct SkillPage {
@@ -263,6 +309,7 @@ struct SkillPage {
     export_href: String,
     diff_href: Option<String>,
     reviews: Vec<ReviewRow>,
+    safety: SafetyView,
 }
 
 /// The person's role in the workspace of this handle (none: not a member).
@@ -371,7 +418,15 @@ async fn skill_page(
         .filter(|r| r.slug == skill.slug && r.workspace == skill.workspace)
         .collect();
     let reviews = review_rows(reviews);
+    let report = state
+        .service
+        .safety_report(p, &skill.slug, Some(&skill.workspace), &root.revision_id)
+        .await?;
+    let may_approve_shown = root.status == RevisionStatus::Proposed
+        && allows(LifecycleAction::Approve, root.status, role, kind);
+    let safety = SafetyView::of(&report, may_approve_shown);
     Ok(SkillPage {
+        safety,
         chrome: Some(ctx.chrome("skills").with_notice(Some(&q.notice))),
         token: ctx.token.clone(),
         lifecycle_action: skill_link(&skill.workspace, &skill.slug, "/lifecycle", &[]),
@@ -515,7 +570,10 @@ pub async fn lifecycle(
             ws,
             f.get("revision_id"),
             action,
-            f.opt("note"),
+            crate::service::types::LifecycleRequest {
+                note: f.opt("note"),
+                override_safety: f.get("override_safety") == "1",
+            },
         )
         .await
         .map_err(ctx.fail("skills"))?;

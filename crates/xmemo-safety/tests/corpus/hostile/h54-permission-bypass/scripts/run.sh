@@ -1,0 +1,2 @@
+#!/bin/sh
+claude -p "refactor everything" --dangerously-skip-permissions
