@@ -70,6 +70,44 @@ async fn a_json_log_finds_every_request_by_its_id_and_holds_no_secret() {
         .expect("x-request-id on /mcp")
         .to_string();
 
+    // MCP tool failures are tool results (HTTP 200), not HTTP errors: their SPEC object
+    // carries the request id too, on the direct read path (a recall of a missing skill) and
+    // through rmcp (a remember with a bad argument).
+    for (tool, arguments, code) in [
+        (
+            "recall_cloud_skill",
+            json!({"slug": "no-such-skill"}),
+            "NOT_FOUND",
+        ),
+        (
+            "remember",
+            json!({"kind": "note", "content": 42}),
+            "VALIDATION_ERROR",
+        ),
+    ] {
+        let failed = http
+            .post(format!("{url}/mcp"))
+            .bearer_auth(&access)
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-06-18")
+            .json(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                "params": {"name": tool, "arguments": arguments}}))
+            .send()
+            .await
+            .expect("mcp");
+        let header_id = failed
+            .headers()
+            .get("x-request-id")
+            .and_then(|v| v.to_str().ok())
+            .expect("x-request-id on /mcp")
+            .to_string();
+        let answer: Value = failed.json().await.expect("json");
+        let error = &answer["result"]["structuredContent"]["error"];
+        assert_eq!(answer["result"]["isError"], true, "{answer}");
+        assert_eq!(error["code"], code, "{answer}");
+        assert_eq!(error["request_id"], header_id.as_str(), "{tool}: {answer}");
+    }
+
     // A refusal: a wrong key. Its error body carries the id its header carries.
     let wrong_key = "xmk_wrong0000000000000000000000000000000000";
     let refused = http

@@ -121,6 +121,9 @@ async fn send(url: &str, key: &str, case: &Case) -> Answer {
         .post(format!("{url}{}", case.path))
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
+        // One id for both paths: a tool error carries it (`error.request_id`), and the two
+        // answers are compared byte for byte.
+        .header("x-request-id", "req_direct_compare")
         .bearer_auth(key);
     for (n, v) in &case.headers {
         req = req.header(*n, v.as_str());

@@ -97,6 +97,13 @@ fn assert_jsonrpc_error(body: &Value, code: i64, spec_code: &str) {
     assert_eq!(body["jsonrpc"], "2.0", "{body}");
     assert_eq!(body["error"]["code"], code, "{body}");
     assert_eq!(body["error"]["data"]["error"]["code"], spec_code, "{body}");
+    // The request's id, to find the refusal in the server's log (docs/operations.md).
+    assert!(
+        body["error"]["data"]["error"]["request_id"]
+            .as_str()
+            .is_some_and(|id| !id.is_empty()),
+        "{body}"
+    );
 }
 
 #[tokio::test]

@@ -128,23 +128,42 @@ async fn with_id_in_error_body(response: Response, id: &str) -> Response {
         Ok(v) => v,
         Err(_) => return Response::from_parts(parts, Body::from(bytes)),
     };
-    let Some(error) = value.get_mut("error").and_then(|e| e.as_object_mut()) else {
-        return Response::from_parts(parts, Body::from(bytes));
-    };
-    // The SPEC's shape has a `code` string; a JSON-RPC error (`/mcp`) has a numeric code
-    // and keeps its own members only.
-    if !error.get("code").is_some_and(|c| c.is_string()) {
+    if !stamp_error_body(&mut value, id) {
         return Response::from_parts(parts, Body::from(bytes));
     }
-    error.insert(
-        "request_id".into(),
-        serde_json::Value::String(id.to_string()),
-    );
     let Ok(out) = serde_json::to_vec(&value) else {
         return Response::from_parts(parts, Body::from(bytes));
     };
     parts.headers.remove(header::CONTENT_LENGTH);
     Response::from_parts(parts, Body::from(out))
+}
+
+/// Adds `request_id` to the SPEC error object of a body: `{"error": {"code": "…", …}}`, or a
+/// JSON-RPC error (`/mcp`) whose `data` is that shape; whether there was one. HTTP error
+/// answers get it here in the middleware; MCP's failures answered with 200 (tool results,
+/// JSON-RPC errors of a method) get it where `mcp/` builds them.
+pub fn stamp_error_body(body: &mut serde_json::Value, id: &str) -> bool {
+    let Some(mut error) = body.get_mut("error").and_then(|e| e.as_object_mut()) else {
+        return false;
+    };
+    if error.get("code").is_some_and(|c| c.is_number()) {
+        match error
+            .get_mut("data")
+            .and_then(|d| d.get_mut("error"))
+            .and_then(|e| e.as_object_mut())
+        {
+            Some(spec) => error = spec,
+            None => return false,
+        }
+    }
+    if !error.get("code").is_some_and(|c| c.is_string()) {
+        return false;
+    }
+    error.insert(
+        "request_id".into(),
+        serde_json::Value::String(id.to_string()),
+    );
+    true
 }
 
 #[cfg(test)]
@@ -160,5 +179,31 @@ mod tests {
         assert!(!is_sane("id with space"));
         assert!(!is_sane("id\"injected"));
         assert!(!is_sane("é"));
+    }
+
+    #[test]
+    fn the_id_goes_into_the_spec_object_of_either_shape() {
+        let mut rest = serde_json::json!({"error": {"code": "NOT_FOUND", "message": "m"}});
+        assert!(stamp_error_body(&mut rest, "req_1"));
+        assert_eq!(rest["error"]["request_id"], "req_1");
+
+        let mut rpc = serde_json::json!({"jsonrpc": "2.0", "id": 1, "error": {
+            "code": -32602, "message": "m", "data": {"error": {"code": "NOT_FOUND"}}}});
+        assert!(stamp_error_body(&mut rpc, "req_2"));
+        assert_eq!(rpc["error"]["data"]["error"]["request_id"], "req_2");
+        assert!(
+            rpc["error"].get("request_id").is_none(),
+            "JSON-RPC keeps its own members"
+        );
+
+        for mut other in [
+            serde_json::json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32600, "message": "m"}}),
+            serde_json::json!({"error": "invalid_grant"}),
+            serde_json::json!({"ok": true}),
+        ] {
+            let before = other.clone();
+            assert!(!stamp_error_body(&mut other, "req_3"));
+            assert_eq!(other, before);
+        }
     }
 }

@@ -127,8 +127,13 @@ pub(super) fn take(
 /// Runs the call and answers as rmcp's stateless JSON mode does: 200, `application/json`, the
 /// JSON-RPC response serialised from rmcp's model, shaped for the protocol version as rmcp's
 /// handler shapes it.
-pub(super) async fn answer(service: &Service, principal: &Principal, call: DirectCall) -> Response {
-    let result = tools::call(service, principal, call.tool, call.args).await;
+pub(super) async fn answer(
+    service: &Service,
+    principal: &Principal,
+    call: DirectCall,
+    request_id: Option<&str>,
+) -> Response {
+    let result = tools::call(service, principal, call.tool, call.args, request_id).await;
     // The body holds the result about twice (the text block and structuredContent): sized up
     // front, it is written without growing the buffer on the way.
     let text: usize = result

@@ -72,6 +72,18 @@ pub struct Caller {
     pub profile: Profile,
     /// Connected on the conformance path: the diagnostic tools are listed and callable.
     pub fixtures: bool,
+    /// The HTTP request's id, carried into every SPEC error object this request answers.
+    pub request_id: Option<String>,
+}
+
+impl Caller {
+    /// A JSON-RPC error whose `data` is a SPEC error object, with this request's id in it.
+    fn stamp(&self, mut error: ErrorData) -> ErrorData {
+        if let (Some(id), Some(data)) = (&self.request_id, error.data.as_mut()) {
+            crate::http::request_log::stamp_error_body(data, id);
+        }
+        error
+    }
 }
 
 const INSTRUCTIONS: &str = "xmemo holds the user's Cloud Skills: saved procedures (SOPs, \
@@ -261,9 +273,15 @@ impl ServerHandler for McpHandler {
         };
         self.service.metrics().record_mcp_tool_call(McpPath::Rmcp);
         let args = request.arguments.unwrap_or_default();
-        Ok(tools::call(&self.service, &caller.principal, tool, args)
-            .await
-            .into())
+        Ok(tools::call(
+            &self.service,
+            &caller.principal,
+            tool,
+            args,
+            caller.request_id.as_deref(),
+        )
+        .await
+        .into())
     }
 
     async fn list_resources(
@@ -273,7 +291,9 @@ impl ServerHandler for McpHandler {
     ) -> Result<ListResourcesResult, ErrorData> {
         let caller = caller(&ctx)?;
         let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
-        skills_ext::list_resources(&self.service, &caller.principal, cursor).await
+        skills_ext::list_resources(&self.service, &caller.principal, cursor)
+            .await
+            .map_err(|e| caller.stamp(e))
     }
 
     async fn read_resource(
@@ -285,6 +305,7 @@ impl ServerHandler for McpHandler {
         skills_ext::read(&self.service, &caller.principal, &request.uri)
             .await
             .map(Into::into)
+            .map_err(|e| caller.stamp(e))
     }
 
     async fn list_prompts(
@@ -294,7 +315,9 @@ impl ServerHandler for McpHandler {
     ) -> Result<rmcp::model::ListPromptsResult, ErrorData> {
         let caller = caller(&ctx)?;
         let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
-        prompts::list(&self.service, &caller.principal, cursor).await
+        prompts::list(&self.service, &caller.principal, cursor)
+            .await
+            .map_err(|e| caller.stamp(e))
     }
 
     async fn get_prompt(
@@ -306,6 +329,7 @@ impl ServerHandler for McpHandler {
         prompts::get(&self.service, &caller.principal, &request.name)
             .await
             .map(Into::into)
+            .map_err(|e| caller.stamp(e))
     }
 
     /// xmemo sends no log notifications; the level is accepted so clients on the legacy
@@ -330,7 +354,9 @@ impl ServerHandler for McpHandler {
     ) -> Result<ListSkillsResult, ErrorData> {
         let caller = caller(&ctx)?;
         let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
-        skills_ext::list_skills(&self.service, &caller.principal, cursor).await
+        skills_ext::list_skills(&self.service, &caller.principal, cursor)
+            .await
+            .map_err(|e| caller.stamp(e))
     }
 
     async fn get_skill(
@@ -342,6 +368,7 @@ impl ServerHandler for McpHandler {
         skills_ext::get_skill(&self.service, &caller.principal, &request.uri)
             .await
             .map(GetSkillResult::new)
+            .map_err(|e| caller.stamp(e))
     }
 }
 
@@ -433,6 +460,10 @@ impl McpRuntime {
         if let Err(denied) = self.guard.check(&parts) {
             return denied;
         }
+        let request_id = parts
+            .extensions
+            .get::<crate::http::request_log::RequestId>()
+            .map(|id| id.0.clone());
         let http = match &self.http {
             Ok(h) => h,
             Err(reason) => {
@@ -540,12 +571,13 @@ impl McpRuntime {
                 .service
                 .metrics()
                 .record_mcp_tool_call(McpPath::Direct);
-            return direct::answer(&state.service, &principal, call).await;
+            return direct::answer(&state.service, &principal, call, request_id.as_deref()).await;
         }
         parts.extensions.insert(Caller {
             principal,
             profile,
             fixtures,
+            request_id,
         });
         let response = http
             .handle(Request::from_parts(parts, Body::from(bytes)))

@@ -124,19 +124,24 @@ pub fn find(name: &str) -> Option<&'static ToolDef> {
 }
 
 /// Runs `tool` for `principal`: the one place both the rmcp handler and the direct path
-/// (see `super::direct`) call a tool, so the two cannot answer differently.
+/// (see `super::direct`) call a tool, so the two cannot answer differently. `request_id`
+/// (the HTTP request's, see `http::request_log`) goes into a failure's SPEC object.
 pub async fn call(
     service: &Service,
     principal: &Principal,
     tool: &ToolDef,
     args: JsonObject,
+    request_id: Option<&str>,
 ) -> CallToolResult {
-    to_call_result((tool.run)(service, principal, args).await)
+    to_call_result((tool.run)(service, principal, args).await, request_id)
 }
 
 /// A service result as an MCP tool result: the `{"kind","data"}` object as `structuredContent`
 /// and as a JSON text block; errors as `isError: true` carrying the SPEC error object.
-pub fn to_call_result(result: ServiceResult<ToolResult>) -> CallToolResult {
+pub fn to_call_result(
+    result: ServiceResult<ToolResult>,
+    request_id: Option<&str>,
+) -> CallToolResult {
     match result.and_then(|r| {
         serde_json::to_value(r)
             .map_err(|e| ServiceError::Internal(format!("serialise result: {e}")))
@@ -146,7 +151,11 @@ pub fn to_call_result(result: ServiceResult<ToolResult>) -> CallToolResult {
             if let ServiceError::Internal(detail) = &e {
                 tracing::error!(error = %detail, "MCP tool call failed");
             }
-            CallToolResult::structured_error(e.to_body())
+            let mut body = e.to_body();
+            if let Some(id) = request_id {
+                crate::http::request_log::stamp_error_body(&mut body, id);
+            }
+            CallToolResult::structured_error(body)
         }
     }
 }
@@ -292,10 +301,14 @@ mod tests {
 
     #[test]
     fn errors_become_is_error_results_with_the_spec_object() {
-        let r = to_call_result(Err(ServiceError::NotFound("skill `x` not found".into())));
+        let r = to_call_result(
+            Err(ServiceError::NotFound("skill `x` not found".into())),
+            Some("req_1"),
+        );
         assert_eq!(r.is_error, Some(true));
         let body = r.structured_content.expect("structured");
         assert_eq!(body["error"]["code"], "NOT_FOUND");
         assert_eq!(body["error"]["retryable"], false);
+        assert_eq!(body["error"]["request_id"], "req_1");
     }
 }
