@@ -469,3 +469,43 @@ async fn conformance_fixtures_show_logs_only_on_request_and_capabilities_enforce
     assert_eq!(frames[1]["id"], 8);
     assert!(frames[1]["result"].is_object());
 }
+
+/// A method's own failure (not a pre-dispatch refusal) is a JSON-RPC error answered with
+/// 200, so no HTTP middleware sees it: its SPEC object still carries the request's id.
+#[tokio::test]
+async fn a_methods_json_rpc_error_carries_the_request_id() {
+    let s = McpServer::start().await;
+    let operator = s.service.operator_for("admin").await.expect("operator");
+    let write_only = s
+        .service
+        .issue_key(
+            &operator,
+            &operator.account,
+            xmemo_server::service::types::CreateKeyRequest {
+                name: "write only".into(),
+                scopes: Some(vec!["memory:write".into()]),
+                expires_at: None,
+                profile: None,
+            },
+        )
+        .await
+        .expect("key")
+        .key;
+    for (method, params) in [("prompts/list", json!({})), ("resources/list", json!({}))] {
+        let resp = legacy(&s, &write_only, "2025-06-18", 7, method, params).await;
+        let header_id = resp
+            .headers()
+            .get("x-request-id")
+            .and_then(|v| v.to_str().ok())
+            .expect("x-request-id")
+            .to_string();
+        let (status, _, body) = json_of(resp).await;
+        assert_eq!(status, StatusCode::OK, "{method}: {body}");
+        assert_jsonrpc_error(&body, -32600, "PERMISSION_DENIED");
+        assert_eq!(
+            body["error"]["data"]["error"]["request_id"],
+            header_id.as_str(),
+            "{method}: {body}"
+        );
+    }
+}
