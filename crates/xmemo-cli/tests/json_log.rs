@@ -10,6 +10,16 @@ use xmemo_testkit::oauth::{register_public, tokens_for};
 
 const BIN: &str = env!("CARGO_BIN_EXE_xmemo");
 
+/// The id an answer's `X-Request-Id` header names (every answer has one).
+fn request_id_of(response: &reqwest::Response) -> String {
+    response
+        .headers()
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_else(|| panic!("no x-request-id on {}", response.url()))
+        .to_string()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_json_log_finds_every_request_by_its_id_and_holds_no_secret() {
     let tmp = tempfile::tempdir().expect("tempdir");
@@ -63,12 +73,7 @@ async fn a_json_log_finds_every_request_by_its_id_and_holds_no_secret() {
         .await
         .expect("mcp");
     assert_eq!(saved.status().as_u16(), 200);
-    let mcp_id = saved
-        .headers()
-        .get("x-request-id")
-        .and_then(|v| v.to_str().ok())
-        .expect("x-request-id on /mcp")
-        .to_string();
+    let mcp_id = request_id_of(&saved);
 
     // MCP tool failures are tool results (HTTP 200), not HTTP errors: their SPEC object
     // carries the request id too, on the direct read path (a recall of a missing skill) and
@@ -95,12 +100,7 @@ async fn a_json_log_finds_every_request_by_its_id_and_holds_no_secret() {
             .send()
             .await
             .expect("mcp");
-        let header_id = failed
-            .headers()
-            .get("x-request-id")
-            .and_then(|v| v.to_str().ok())
-            .expect("x-request-id on /mcp")
-            .to_string();
+        let header_id = request_id_of(&failed);
         let answer: Value = failed.json().await.expect("json");
         let error = &answer["result"]["structuredContent"]["error"];
         assert_eq!(answer["result"]["isError"], true, "{answer}");
@@ -117,12 +117,7 @@ async fn a_json_log_finds_every_request_by_its_id_and_holds_no_secret() {
         .await
         .expect("refused call");
     assert_eq!(refused.status().as_u16(), 401);
-    let header_id = refused
-        .headers()
-        .get("x-request-id")
-        .and_then(|v| v.to_str().ok())
-        .expect("x-request-id")
-        .to_string();
+    let header_id = request_id_of(&refused);
     let body: Value = refused.json().await.expect("json");
     assert_eq!(body["error"]["code"], "AUTH_REQUIRED", "{body}");
     let refused_id = body["error"]["request_id"]
