@@ -53,6 +53,18 @@ pub enum Risk {
     Critical,
 }
 
+impl Risk {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Risk::None => "none",
+            Risk::Low => "low",
+            Risk::Medium => "medium",
+            Risk::High => "high",
+            Risk::Critical => "critical",
+        }
+    }
+}
+
 impl From<Severity> for Risk {
     fn from(s: Severity) -> Risk {
         match s {

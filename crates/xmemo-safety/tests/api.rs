@@ -178,6 +178,33 @@ fn serde_shape_is_lowercase_and_round_trips() {
     let clean = skill(&[("SKILL.md", b"# Hello\n")]);
     assert_eq!((clean.verdict, clean.risk), (Verdict::Clean, Risk::None));
     assert_eq!(Severity::Low.shifted(-3), Severity::Low);
+    // The names the console and `xmemo scan` print are the ones the JSON carries.
+    for risk in [
+        Risk::None,
+        Risk::Low,
+        Risk::Medium,
+        Risk::High,
+        Risk::Critical,
+    ] {
+        assert_eq!(serde_json::to_value(risk).expect("risk"), risk.as_str());
+    }
+    for severity in [
+        Severity::Low,
+        Severity::Medium,
+        Severity::High,
+        Severity::Critical,
+    ] {
+        assert_eq!(
+            serde_json::to_value(severity).expect("severity"),
+            severity.as_str()
+        );
+    }
+    for verdict in [Verdict::Clean, Verdict::Suspicious, Verdict::Malicious] {
+        assert_eq!(
+            serde_json::to_value(verdict).expect("verdict"),
+            verdict.as_str()
+        );
+    }
 }
 
 #[test]

@@ -5,17 +5,7 @@ use super::inputs::shown;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::fmt::Write;
-use xmemo_safety::{RULES_VERSION, Risk, Verdict};
-
-fn risk_name(risk: Risk) -> &'static str {
-    match risk {
-        Risk::None => "none",
-        Risk::Low => "low",
-        Risk::Medium => "medium",
-        Risk::High => "high",
-        Risk::Critical => "critical",
-    }
-}
+use xmemo_safety::{RULES_VERSION, Verdict};
 
 /// `N packages: X clean, Y suspicious, Z malicious (rules VERSION)`.
 pub fn summary(outcome: &Outcome) -> String {
@@ -40,7 +30,7 @@ pub fn text(outcome: &Outcome, verbose: bool) -> String {
             "{}: {} ({})",
             shown(&scanned.shown),
             report.verdict.as_str().to_uppercase(),
-            risk_name(report.risk)
+            report.risk.as_str()
         );
         if report.verdict == Verdict::Clean {
             if verbose {

@@ -246,7 +246,7 @@ pub struct FindingRow {
 /// The safety scanner's report of the revision shown (docs/safety.md).
 pub struct SafetyView {
     pub verdict: &'static str,
-    pub risk: String,
+    pub risk: &'static str,
     pub rules_version: String,
     pub findings: Vec<FindingRow>,
     /// The shown revision is a malicious proposal this person may approve: the page says so
@@ -256,13 +256,9 @@ pub struct SafetyView {
 
 impl SafetyView {
     fn of(report: &xmemo_safety::Report, override_form: bool) -> Self {
-        let risk = serde_json::to_value(report.risk)
-            .ok()
-            .and_then(|v| v.as_str().map(String::from))
-            .unwrap_or_default();
         SafetyView {
             verdict: report.verdict.as_str(),
-            risk,
+            risk: report.risk.as_str(),
             rules_version: report.rules_version.clone(),
             findings: report
                 .findings
